@@ -1,0 +1,90 @@
+r"""refdecode: how a language model turns logits into text, in NumPy, exact to transformers 4.38.2.
+
+The pipeline, one module per stage::
+
+    prompt ──tokenizer.py──▶ input_ids (B, T) int64
+           ──gpt2.py + kv_cache.py──▶ logits (B, T, V) float32
+           ──logits_process.py / logits_warp.py──▶ scores (B, V) float32
+           ──greedy.py / sampling.py / beam_search.py / group_beam_search.py──▶ next tokens
+           ──stopping_criteria.py──▶ done?
+           ──generate.py──▶ sequences (B*R, T_out) int64 (+ scores, beam indices)
+
+Shape letters used in every comment of the package:
+
+=====  ==========================================================
+B      batch size (prompts); with beams, rows are B*K, grouped per prompt
+K      num_beams (beams per prompt); G num_beam_groups; R num_return_sequences
+T      sequence length of the tokens passed in this call
+S      cached length (tokens already in the KV cache); S_max its capacity
+V      vocabulary size
+L      n_layer, H n_head, D head dim (n_embd / n_head), E n_embd
+=====  ==========================================================
+
+All floating arrays are float32, all token arrays int64.
+"""
+
+__version__ = "0.1.0"
+
+# 1  prompt -> tokens
+from .tokenizer import Tokenizer
+
+# 2  tokens -> logits
+from .config import GPT2Config
+from .kv_cache import KVCache
+from .gpt2 import GPT2
+
+# 3  logits -> processed scores
+from .numerics import log_softmax, softmax
+from .logits_process import (
+    HammingDiversityLogitsProcessor,
+    LogitsProcessor,
+    LogitsProcessorList,
+    MinLengthLogitsProcessor,
+    MinNewTokensLengthLogitsProcessor,
+    NoRepeatNGramLogitsProcessor,
+    RepetitionPenaltyLogitsProcessor,
+)
+from .logits_warp import (
+    LogitsWarper,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+    llama_top_p_probs,
+    shifted_top_p_warp,
+    temperature_warp,
+    top_k_warp,
+    top_p_warp,
+)
+
+# 4  scores -> next token(s)
+from .sampling_draw import multinomial
+from .greedy import greedy_search
+from .sampling import sample
+from .beam_scorer import BeamHypotheses, BeamSearchScorer
+from .beam_search import beam_sample, beam_search
+from .group_beam_search import group_beam_search
+
+# 5  stopping
+from .stopping_criteria import (
+    MaxLengthCriteria,
+    MaxNewTokensCriteria,
+    MaxTimeCriteria,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
+
+# 6  output
+from .generation_config import GenerationConfig
+from .generation_output import GenerateBeamDecoderOnlyOutput, GenerateDecoderOnlyOutput
+from .generate import generate
+
+__all__ = [
+    "Tokenizer", "GPT2Config", "KVCache", "GPT2", "softmax", "log_softmax",
+    "LogitsProcessor", "LogitsProcessorList", "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor",
+    "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor", "HammingDiversityLogitsProcessor",
+    "LogitsWarper", "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper",
+    "temperature_warp", "top_k_warp", "top_p_warp", "llama_top_p_probs", "shifted_top_p_warp",
+    "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
+    "group_beam_search", "StoppingCriteria", "StoppingCriteriaList", "MaxLengthCriteria", "MaxNewTokensCriteria",
+    "MaxTimeCriteria", "GenerationConfig", "GenerateDecoderOnlyOutput", "GenerateBeamDecoderOnlyOutput", "generate",
+]

@@ -1,0 +1,290 @@
+r"""Beam bookkeeping: finished hypotheses (``BeamHypotheses``) and the per-step scorer (``BeamSearchScorer``).
+
+Contract: the decode loops (beam_search.py, group_beam_search.py) compute scores and pick the
+top candidates; this module decides, for each prompt, which candidates keep running, which
+finished ones (those ending in eos) are kept, when a prompt is done, and finally which sequences
+are returned. It never sees the model. Same names, arguments and arithmetic as transformers
+4.38.2 ``generation/beam_search.py`` (source document 003 walks through ``is_done``/``process``/
+``finalize``; document 000 section 3.3 through ``process``/``add``/``finalize``).
+
+Arithmetic: scores arrive as float32; like transformers (``tensor.item()``) they become Python
+floats here, the length penalty is applied in float64, and ``finalize`` returns float32 scores.
+
+.. math:: \mathrm{score}(y) = \frac{\sum_t \log p(y_t \mid y_{<t})}{\ell^{\,\alpha}},
+   \qquad \ell = \text{generated length} = \text{cur\_len} - \text{prompt length}
+
+where ``cur_len`` counts the eos token although the stored hypothesis does not contain it
+(#8722), and :math:`\alpha` is ``length_penalty`` (1.0 by default, which is not neutral: 0 is).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BeamHypotheses", "BeamSearchScorer"]
+
+
+class BeamHypotheses:
+    r"""The ``num_beams`` best finished hypotheses of one prompt (one group of it in group beam search).
+
+    ``beams`` holds ``(score, hyp, beam_indices)`` tuples in insertion order; ``worst_score`` is
+    the lowest score held (it starts at 1e9, as transformers, so the first ``add`` always sets it).
+    When a new hypothesis makes the list too long, the lowest-scored one is dropped; on equal
+    scores the earliest inserted is dropped (transformers sorts ``(score, index)`` pairs).
+
+    Args:
+        num_beams: how many finished hypotheses to keep.
+        length_penalty: exponent :math:`\alpha` of the generated length in the score.
+        early_stopping: True, False or "never" (see :meth:`is_done`).
+        max_length: needed for ``early_stopping="never"`` with ``length_penalty > 0``.
+
+    >>> h = BeamHypotheses(num_beams=2, length_penalty=1.0, early_stopping=False)
+    >>> h.add(np.array([1, 2, 3]), -2.0, generated_len=2); h.add(np.array([1, 4]), -3.0, generated_len=1)
+    >>> h.add(np.array([1, 5, 6]), -1.0, generated_len=2)   # score -0.5 pushes out the -3.0 one
+    >>> [s for s, _, _ in h.beams], h.worst_score
+    ([-1.0, -0.5], -1.0)
+    """
+
+    def __init__(self, num_beams: int, length_penalty: float, early_stopping: bool | str,
+                 max_length: int | None = None):
+        self.length_penalty = length_penalty
+        self.early_stopping = early_stopping
+        self.max_length = max_length
+        self.num_beams = num_beams
+        self.beams: list[tuple[float, np.ndarray, tuple[int, ...] | None]] = []
+        self.worst_score = 1e9
+        if not isinstance(self.early_stopping, bool) and self.max_length is None:
+            raise ValueError("When `do_early_stopping` is set to a string, `max_length` must be defined. Ensure it "
+                             "is passed to the BeamScorer class instance at initialization time.")
+
+    def __len__(self) -> int:
+        return len(self.beams)
+
+    def add(self, hyp: np.ndarray, sum_logprobs: float, beam_indices: tuple[int, ...] | None = None,
+            generated_len: int | None = None) -> None:
+        """Score ``hyp`` (its tokens, eos not included) and keep it if it is among the best ``num_beams``.
+
+        ``generated_len=None`` divides by the whole ``hyp`` length (transformers' pre-4.36 rule,
+        kept for callers that do not pass it).
+        """
+        length = generated_len if generated_len is not None else hyp.shape[-1]
+        score = float(sum_logprobs) / (length ** self.length_penalty)
+        if len(self) < self.num_beams or score > self.worst_score:
+            self.beams.append((score, hyp, beam_indices))
+            if len(self) > self.num_beams:
+                sorted_next_scores = sorted([(s, idx) for idx, (s, _, _) in enumerate(self.beams)])
+                del self.beams[sorted_next_scores[0][1]]
+                self.worst_score = sorted_next_scores[1][0]
+            else:
+                self.worst_score = min(score, self.worst_score)
+
+    def is_done(self, best_sum_logprobs: float, cur_len: int, decoder_prompt_len: int = 0) -> bool:
+        r"""Can no running beam beat the worst finished one any more? (transformers 4.38.2 rules)
+
+        Never done before ``num_beams`` hypotheses are held. Then, with
+        :math:`b` = ``best_sum_logprobs`` (the best candidate score of this step, eos candidates
+        included) and :math:`w` = ``worst_score``:
+
+        - ``early_stopping=True``: done at once.
+        - ``False`` (the default) -- a **heuristic**: done when
+          :math:`w \ge b / (\text{cur\_len} - \text{prompt})^{\alpha}`. It assumes the best running
+          beam keeps its score at the current length, which under-estimates what a longer
+          beam can reach when :math:`\alpha > 0` (#20901), so it can stop too early.
+        - ``"never"``: with :math:`\alpha > 0` the denominator uses ``max_length`` (the largest
+          attainable), otherwise ``cur_len``; the canonical beam-search bound (#21368).
+
+        ``cur_len`` is the length the candidate scores were computed for: ``input_ids`` length + 1.
+
+        >>> h = BeamHypotheses(1, 1.0, False); h.add(np.array([7]), -1.0, generated_len=1)
+        >>> h.is_done(-3.0, cur_len=2), h.is_done(-1.5, cur_len=2)   # w=-1.0 vs -1.5, -0.75
+        (True, False)
+        """
+        if len(self) < self.num_beams:
+            return False
+        if self.early_stopping is True:
+            return True
+        if self.early_stopping is False or self.length_penalty <= 0.0:
+            highest_attainable_score = best_sum_logprobs / (cur_len - decoder_prompt_len) ** self.length_penalty
+        else:  # "never" with length_penalty > 0
+            assert self.max_length is not None  # checked in __init__
+            if self.max_length <= decoder_prompt_len:
+                raise ValueError("max_length is not larger than decoder prompt length")
+            highest_attainable_score = best_sum_logprobs / (self.max_length - decoder_prompt_len) ** self.length_penalty
+        return bool(self.worst_score >= highest_attainable_score)
+
+
+class BeamSearchScorer:
+    r"""Standard and diverse (grouped) beam search bookkeeping for a batch of ``batch_size`` prompts.
+
+    One :class:`BeamHypotheses` per (prompt, group), kept as ``beam_hyps[b][g]``, with capacity
+    ``group_size = num_beams // num_beam_groups``; ``done[b, g]`` marks finished ones.
+
+    Args:
+        batch_size: number of prompts B.
+        num_beams: beams per prompt K (> 1).
+        length_penalty: :math:`\alpha` in the score (see module docstring).
+        do_early_stopping: True, False or "never" (see :meth:`BeamHypotheses.is_done`).
+        num_beam_hyps_to_keep: sequences returned per prompt by :meth:`finalize`.
+        num_beam_groups: G, groups of diverse beam search (K must be divisible by G).
+        max_length: needed by ``do_early_stopping="never"``.
+    """
+
+    def __init__(self, batch_size: int, num_beams: int, length_penalty: float = 1.0,
+                 do_early_stopping: bool | str = False, num_beam_hyps_to_keep: int = 1, num_beam_groups: int = 1,
+                 max_length: int | None = None):
+        if not isinstance(num_beams, int) or num_beams <= 1:
+            raise ValueError(f"`num_beams` has to be an integer strictly greater than 1, but is {num_beams}. For "
+                             "`num_beams` == 1, one should make use of `greedy_search` instead.")
+        if not isinstance(num_beam_groups, int) or num_beam_groups > num_beams or num_beams % num_beam_groups != 0:
+            raise ValueError("`num_beam_groups` has to be an integer smaller or equal than `num_beams` and "
+                             "`num_beams` has to be divisible by `num_beam_groups`, but is "
+                             f"{num_beam_groups} with `num_beams` being {num_beams}.")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"`batch_size` has to be a positive integer, but is {batch_size}")
+        if num_beam_hyps_to_keep > num_beams:
+            raise ValueError(f"`num_beam_hyps_to_keep` has to be <= `num_beams` ({num_beams}), "
+                             f"but is {num_beam_hyps_to_keep}")
+        self.batch_size = batch_size
+        self.num_beams = num_beams
+        self.length_penalty = length_penalty
+        self.do_early_stopping = do_early_stopping
+        self.num_beam_hyps_to_keep = num_beam_hyps_to_keep
+        self.num_beam_groups = num_beam_groups
+        self.group_size = num_beams // num_beam_groups
+        self.beam_hyps = [[BeamHypotheses(self.group_size, length_penalty, do_early_stopping, max_length)
+                           for _ in range(num_beam_groups)] for _ in range(batch_size)]
+        self.done = np.zeros((batch_size, num_beam_groups), dtype=bool)  # (B, G)
+
+    @property
+    def is_done(self) -> bool:
+        """True when every (prompt, group) is done."""
+        return bool(self.done.all())
+
+    def process(self, input_ids: np.ndarray, next_scores: np.ndarray, next_tokens: np.ndarray,
+                next_indices: np.ndarray, pad_token_id: int | None = None, eos_token_id: int | list[int] | None = None,
+                beam_indices: Any = None, group_index: int = 0, decoder_prompt_len: int = 0) -> dict[str, np.ndarray]:
+        r"""One step: split the ranked candidates of each prompt into finished and running beams.
+
+        Args:
+            input_ids: int64 (B*g, T), the rows of this group (g = group_size), prompt included.
+            next_scores: float32 (B, C) candidate scores (accumulated), best first.
+            next_tokens: int64 (B, C) candidate tokens.
+            next_indices: int64 (B, C) which beam of the prompt (0..g-1) each candidate extends.
+            pad_token_id, eos_token_id: eos may be an int or a list.
+            beam_indices: per row of ``input_ids``, the beam-index history (sequence of ints) or None.
+            group_index: which group these rows are (group beam search).
+            decoder_prompt_len: prompt length, so the length penalty counts generated tokens only.
+
+        Returns:
+            dict of flat arrays (B*g,) -- ``[batch, beam] -> [batch*beam]`` as transformers:
+            ``next_beam_scores`` float32, ``next_beam_tokens`` int64, ``next_beam_indices`` int64
+            (row of ``input_ids`` each new beam continues).
+
+        Rules (4.38.2): walk the candidates in rank order; an eos candidate ranked ``>= g`` is
+        ignored, one ranked ``< g`` is added to the finished hypotheses (without the eos) with
+        generated length ``cur_len - prompt``; other candidates fill the g running slots in rank
+        order. ``cur_len = T + 1``; the prompt is done if ``is_done(max candidate score, cur_len)``.
+
+        The "pad step" (a quirk reproduced): a prompt already done emits ``pad_token_id`` with
+        score 0, continuing row **0 of the whole batch** (transformers writes index 0, not
+        ``b*g``). Its sequences are final already, but its rows of later per-step ``scores`` are
+        computed from that row.
+        """
+        cur_len = input_ids.shape[-1] + 1
+        g = self.group_size
+        if input_ids.shape[0] != self.batch_size * g:
+            raise ValueError(f"A {'group ' if self.num_beam_groups > 1 else ''}beam size of {input_ids.shape[0]} "
+                             f"is used as the input, but a {'group ' if self.num_beam_groups > 1 else ''}beam size "
+                             f"of {g} is expected by the beam scorer.")
+        eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+        out_scores = np.zeros((self.batch_size, g), dtype=next_scores.dtype)  # (B, g)
+        out_tokens = np.zeros((self.batch_size, g), dtype=np.int64)          # (B, g)
+        out_rows = np.zeros((self.batch_size, g), dtype=np.int64)            # (B, g) rows of input_ids
+        for b in range(self.batch_size):
+            hyps = self.beam_hyps[b][group_index]
+            if self.done[b, group_index]:
+                if eos is None or pad_token_id is None:
+                    raise ValueError("Generated beams >= num_beams -> eos_token_id and pad_token have to be defined")
+                out_tokens[b, :] = pad_token_id  # the pad step: scores 0, rows 0 (of the batch)
+                continue
+            n_running = 0
+            for rank in range(next_tokens.shape[1]):
+                token, score, row = int(next_tokens[b, rank]), next_scores[b, rank], b * g + int(next_indices[b, rank])
+                if eos is not None and token in eos:
+                    if rank >= g:  # an eos outside the top g is not a finished hypothesis
+                        continue
+                    history = None if beam_indices is None else tuple(int(i) for i in beam_indices[row]) + (row,)
+                    hyps.add(input_ids[row].copy(), float(score), beam_indices=history,
+                             generated_len=cur_len - decoder_prompt_len)
+                else:
+                    out_scores[b, n_running], out_tokens[b, n_running], out_rows[b, n_running] = score, token, row
+                    n_running += 1
+                if n_running == g:
+                    break
+            if n_running < g:
+                raise ValueError(f"At most {g} tokens in {next_tokens[b].tolist()} can be equal to `eos_token_id: "
+                                 f"{eos_token_id}`. Make sure {next_tokens[b].tolist()} are corrected.")
+            self.done[b, group_index] = self.done[b, group_index] or hyps.is_done(
+                float(next_scores[b].max()), cur_len, decoder_prompt_len)
+        return {"next_beam_scores": out_scores.reshape(-1), "next_beam_tokens": out_tokens.reshape(-1),
+                "next_beam_indices": out_rows.reshape(-1)}
+
+    def finalize(self, input_ids: np.ndarray, final_beam_scores: np.ndarray, final_beam_tokens: np.ndarray | None,
+                 final_beam_indices: np.ndarray | None, max_length: int | None, pad_token_id: int | None = None,
+                 eos_token_id: int | list[int] | None = None, beam_indices: Any = None,
+                 decoder_prompt_len: int = 0) -> dict[str, np.ndarray | None]:
+        r"""Add the running beams of unfinished prompts, pick the best, pad into one array.
+
+        Args:
+            input_ids: int64 (B*K, T) running beams; ``final_beam_scores`` float32 (B*K,) their scores.
+            final_beam_tokens, final_beam_indices: unused (kept for transformers' signature).
+            max_length: cap of the output width (``stopping_criteria.max_length``), or None.
+            beam_indices: per row of ``input_ids`` (row ``b*K + g*group_size + j``), the history, or None.
+
+        Returns:
+            ``sequences`` int64 (B*R, W), R = num_beam_hyps_to_keep, rows grouped per prompt, best
+            first; ``sequence_scores`` float32 (B*R,); ``beam_indices`` int64 (B*R, W) padded with
+            -1, or None. W = min(longest hypothesis + 1, max_length).
+
+        Running beams of a prompt that is not done are added with generated length ``T - prompt``
+        (no eos counted). All groups of a prompt are pooled and sorted by score (Python's stable
+        ``sorted``) and the best are popped from the end, so **on equal scores the later one wins**
+        (later group, later inserted). A hypothesis shorter than W gets ``eos_token_id[0]`` appended
+        -- also a running beam that never emitted eos, when it is shorter than W -- and the rest
+        of the row is ``pad_token_id``.
+        """
+        eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+        g, n_keep = self.group_size, self.num_beam_hyps_to_keep
+        for b in range(self.batch_size):
+            for grp in range(self.num_beam_groups):
+                if self.done[b, grp]:
+                    continue
+                for j in range(g):
+                    row = b * self.num_beams + grp * g + j
+                    history = None if beam_indices is None else tuple(int(i) for i in beam_indices[row])
+                    self.beam_hyps[b][grp].add(input_ids[row], float(final_beam_scores[row]), beam_indices=history,
+                                               generated_len=input_ids.shape[-1] - decoder_prompt_len)
+        best: list[tuple[float, np.ndarray, tuple[int, ...] | None]] = []
+        for b in range(self.batch_size):
+            pooled = [beam for hyps in self.beam_hyps[b] for beam in hyps.beams]
+            ranked = sorted(pooled, key=lambda beam: beam[0])  # ascending; stable
+            best += [ranked.pop() for _ in range(n_keep)]       # best first
+        lengths = np.array([len(hyp) for _, hyp, _ in best])     # (B*R,)
+        width = int(lengths.max()) + 1 if max_length is None else min(int(lengths.max()) + 1, max_length)
+        if lengths.min() != lengths.max() and pad_token_id is None:
+            raise ValueError("`pad_token_id` has to be defined")
+        decoded = np.full((len(best), width), pad_token_id if pad_token_id is not None else 0, dtype=np.int64)
+        with_indices = len(best) > 0 and best[0][2] is not None
+        indices = np.full((len(best), width), -1, dtype=np.int64) if with_indices else None
+        for i, (_, hyp, history) in enumerate(best):
+            decoded[i, : lengths[i]] = hyp
+            if indices is not None and history is not None:
+                indices[i, : len(history)] = history
+            if lengths[i] < width:
+                if eos is None:
+                    raise ValueError("`eos_token_id` has to be defined to end hypotheses shorter than the output")
+                decoded[i, lengths[i]] = eos[0]  # only the first eos id
+        scores = np.array([score for score, _, _ in best], dtype=np.float32)  # (B*R,)
+        return {"sequences": decoded, "sequence_scores": scores, "beam_indices": indices}

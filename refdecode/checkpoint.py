@@ -1,0 +1,240 @@
+r"""``model.safetensors`` -> GPT-2 parameters as float32 arrays, nested under the checkpoint's own names.
+
+Contract: in comes a safetensors file (and the :class:`~refdecode.config.GPT2Config` that says which
+tensors and shapes to expect); out comes a nested dict that :func:`refdecode.gpt2.gpt2` walks::
+
+    params["wte"]                          float32 (V, E)      token embeddings, also the LM head (tied)
+    params["wpe"]                          float32 (n_positions, E)
+    params["h"][i]["ln_1"]["weight"|"bias"]                 float32 (E,)
+    params["h"][i]["attn"]["c_attn"]["weight"|"bias"]       float32 (E, 3E), (3E,)
+    params["h"][i]["attn"]["c_proj"]["weight"|"bias"]       float32 (E, E), (E,)
+    params["h"][i]["ln_2"]["weight"|"bias"]                 float32 (E,)
+    params["h"][i]["mlp"]["c_fc"]["weight"|"bias"]          float32 (E, n_inner), (n_inner,)
+    params["h"][i]["mlp"]["c_proj"]["weight"|"bias"]        float32 (n_inner, E), (E,)
+    params["ln_f"]["weight"|"bias"]                         float32 (E,)
+    params["lm_head"]                      float32 (V, E)      only when tie_word_embeddings is False
+
+The file format (https://github.com/huggingface/safetensors): 8 bytes little-endian u64 N, N bytes of
+JSON ``{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}``, then the raw
+little-endian tensor bytes, offsets relative to byte 8 + N. It is parsed here directly (a dozen lines)
+so that the tensors can be memory-mapped: with ``mmap=True`` an F32 tensor is a read-only view of the
+mapped file (no copy, loading takes milliseconds, pages are read on first use and shared between
+processes); with ``mmap=False`` each tensor is read into its own array. F16 and BF16 tensors are upcast
+to float32 one tensor at a time, so two full copies of the weights never exist at once.
+
+Two layouts are found in the wild and both are accepted:
+
+* what ``save_pretrained`` writes: names prefixed ``transformer.`` (``transformer.h.0.ln_1.weight``), and
+  sometimes ``lm_head.weight``;
+* the hub's ``openai-community/gpt2`` file: no prefix, no ``lm_head``, and per-layer buffers
+  ``h.N.attn.bias`` (the causal mask) and ``h.N.attn.masked_bias``, which are not weights and are ignored.
+
+``lm_head.weight`` with tied embeddings (every GPT-2): transformers 4.38.2 ties ``lm_head.weight`` and
+``transformer.wte.weight`` to ONE parameter before loading, then copies the file's tensors into it in
+module order, so ``lm_head.weight`` (loaded last) wins for both the input embedding and the output
+layer. refdecode does the same: if present, ``lm_head.weight`` is used as ``wte`` (checked on the
+golden checkpoint ``f16_gelu`` in ``tests/test_gpt2.py``). With ``tie_word_embeddings: false`` both are kept.
+Other unexpected tensors are ignored with a warning, as transformers does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import GPT2Config
+
+__all__ = ["TensorInfo", "read_header", "read_tensor", "to_float32", "expected_shapes", "load_params", "nest"]
+
+# safetensors dtype -> (numpy dtype of the stored bytes, item size)
+_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "F64": np.dtype("<f8"),
+           "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
+           "U8": np.dtype("u1"), "BOOL": np.dtype("?")}
+_BUFFER = re.compile(r"h\.\d+\.attn\.(bias|masked_bias)")  # causal-mask buffers, not weights
+
+
+# ----------------------------------------------------------------------------------------------------
+# safetensors file -> raw tensors (no conversion yet)
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Where one tensor lives in a safetensors file: stored dtype name, shape, absolute byte offset, size."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+
+
+def read_header(path: str | Path) -> dict[str, TensorInfo]:
+    """Parse a safetensors header: ``{name: TensorInfo}``; no tensor data is read.
+
+    Raises FileNotFoundError for a missing file, and ValueError naming the file for a bad header or a
+    tensor whose bytes lie beyond the end of the file (a truncated download).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint file not found: {path}")
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"{path}: not a safetensors file ({size} bytes, shorter than its 8-byte header size)")
+        n = int.from_bytes(head, "little")
+        if n > size - 8:
+            raise ValueError(f"{path}: truncated or not a safetensors file (header of {n} bytes, file of {size})")
+        raw_header = f.read(n)
+    try:
+        header = json.loads(raw_header.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a safetensors file (header is not JSON: {e})") from e
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: not a safetensors file (header is not a JSON object)")
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (begin, end) = info["dtype"], tuple(int(s) for s in info["shape"]), info["data_offsets"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{path}: malformed header entry for tensor {name!r}: {info!r}") from e
+        if dtype not in _DTYPES:
+            raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {dtype}")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * _DTYPES[dtype].itemsize
+        if not 0 <= begin <= end or end - begin != nbytes:
+            raise ValueError(f"{path}: tensor {name!r} has data_offsets {[begin, end]} for {nbytes} bytes")
+        if 8 + n + end > size:
+            raise ValueError(
+                f"{path}: truncated file: tensor {name!r} needs bytes up to {8 + n + end}, file has {size}"
+            )
+        tensors[name] = TensorInfo(dtype, shape, 8 + n + begin, nbytes)
+    return tensors
+
+
+def read_tensor(path: str | Path, info: TensorInfo, mmap: bool = True) -> np.ndarray:
+    """One tensor in its stored dtype (BF16 as uint16) and shape.
+
+    ``mmap=True``: a read-only view of the memory-mapped file (no copy; pages are read on first use).
+    ``mmap=False``: read into a new array (one copy, in anonymous memory).
+    """
+    dtype = _DTYPES[info.dtype]
+    if info.nbytes == 0:
+        return np.zeros(info.shape, dtype=dtype)
+    if mmap:
+        return np.memmap(path, dtype=dtype, mode="r", offset=info.offset, shape=info.shape)
+    return np.fromfile(path, dtype=dtype, count=info.nbytes // dtype.itemsize, offset=info.offset).reshape(info.shape)
+
+
+def to_float32(dtype: str, raw: np.ndarray) -> np.ndarray:
+    """One stored tensor -> float32: F32 stays a view (no copy); F16 is upcast; BF16 is widened bitwise.
+
+    bfloat16 is the top 16 bits of a float32, so shifting its bits left by 16 gives the float32 exactly.
+
+    >>> to_float32("BF16", np.array([0x3F80, 0xC000], dtype=np.uint16))   # 1.0 and -2.0
+    array([ 1., -2.], dtype=float32)
+    """
+    if dtype == "F32":
+        return raw.view(np.ndarray)  # no copy (a plain ndarray view of a memmap)
+    if dtype == "F16":
+        return raw.astype(np.float32)
+    if dtype == "BF16":
+        return (raw.astype(np.uint32) << 16).view(np.float32)
+    raise ValueError(f"expected a floating tensor (F32, F16 or BF16), got dtype {dtype}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# raw tensors -> checked GPT-2 parameters
+# ----------------------------------------------------------------------------------------------------
+
+
+def expected_shapes(config: GPT2Config) -> dict[str, tuple[int, ...]]:
+    """Every weight GPT-2 needs, by hub name (no ``transformer.`` prefix), with its shape.
+
+    >>> shapes = expected_shapes(GPT2Config(vocab_size=10, n_positions=8, n_embd=4, n_layer=1, n_head=2))
+    >>> shapes["wte.weight"], shapes["h.0.attn.c_attn.weight"], shapes["h.0.mlp.c_proj.weight"]
+    ((10, 4), (4, 12), (16, 4))
+    """
+    E, F = config.n_embd, config.inner_dim
+    shapes = {"wte.weight": (config.vocab_size, E), "wpe.weight": (config.n_positions, E)}
+    for i in range(config.n_layer):
+        shapes.update({
+            f"h.{i}.ln_1.weight": (E,), f"h.{i}.ln_1.bias": (E,),
+            f"h.{i}.attn.c_attn.weight": (E, 3 * E), f"h.{i}.attn.c_attn.bias": (3 * E,),
+            f"h.{i}.attn.c_proj.weight": (E, E), f"h.{i}.attn.c_proj.bias": (E,),
+            f"h.{i}.ln_2.weight": (E,), f"h.{i}.ln_2.bias": (E,),
+            f"h.{i}.mlp.c_fc.weight": (E, F), f"h.{i}.mlp.c_fc.bias": (F,),
+            f"h.{i}.mlp.c_proj.weight": (F, E), f"h.{i}.mlp.c_proj.bias": (E,),
+        })
+    shapes.update({"ln_f.weight": (E,), "ln_f.bias": (E,)})
+    if not config.tie_word_embeddings:
+        shapes["lm_head.weight"] = (config.vocab_size, E)
+    return shapes
+
+
+def load_params(path: str | Path, config: GPT2Config, mmap: bool = True) -> dict[str, Any]:
+    """Read ``model.safetensors`` (either layout) into the nested float32 parameter dict described above.
+
+    Args:
+        path: the ``model.safetensors`` file.
+        config: says which tensors and shapes to expect.
+        mmap: F32 tensors become views of the memory-mapped file (True) or are read into memory (False).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: truncated/invalid file, or a tensor missing or of the wrong shape (naming the
+            tensor, the expected shape and the one found).
+    """
+    path = Path(path)
+    stored = read_header(path)
+    # 1) strip save_pretrained's "transformer." prefix; keep lm_head.weight under its own name
+    by_name = {(k[len("transformer."):] if k.startswith("transformer.") else k): v for k, v in stored.items()}
+    shapes = expected_shapes(config)
+    if config.tie_word_embeddings and "lm_head.weight" in by_name:
+        by_name["wte.weight"] = by_name.pop("lm_head.weight")  # transformers 4.38.2: lm_head wins (see above)
+    # 2) check names and shapes before reading anything
+    for name, shape in shapes.items():
+        if name not in by_name:
+            raise ValueError(f"{path}: missing tensor {name!r} (expected shape {shape})")
+        if by_name[name].shape != shape:
+            raise ValueError(f"{path}: tensor {name!r} has shape {by_name[name].shape}, expected {shape}")
+    unexpected = sorted(k for k in by_name if k not in shapes and not _BUFFER.fullmatch(k))
+    if unexpected:
+        warnings.warn(f"{path}: ignoring {len(unexpected)} unexpected tensors: {unexpected[:5]}", stacklevel=2)
+    # 3) read and convert one tensor at a time, so two full copies of the weights never coexist
+    flat = {name: to_float32(by_name[name].dtype, read_tensor(path, by_name[name], mmap)) for name in shapes}
+    return nest(flat)
+
+
+def nest(flat: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``{"h.0.ln_1.weight": a, ...}`` -> ``{"h": [{"ln_1": {"weight": a}}], ...}`` (lists for layers).
+
+    ``wte``, ``wpe`` and ``lm_head`` hold a single matrix each, so their ``.weight`` level is dropped.
+
+    >>> nest({"h.0.ln_1.weight": 1, "h.1.ln_1.weight": 2, "wte.weight": 3})
+    {'h': [{'ln_1': {'weight': 1}}, {'ln_1': {'weight': 2}}], 'wte': 3}
+    """
+    out: dict[str, Any] = {}
+    for name, value in flat.items():
+        parts = name.split(".")
+        if parts[0] in ("wte", "wpe", "lm_head"):
+            out[parts[0]] = value
+            continue
+        node: Any = out
+        for key, nxt in zip(parts[:-1], parts[1:]):
+            if key.isdigit():
+                i = int(key)
+                while len(node) <= i:
+                    node.append({})
+                node = node[i]
+            else:
+                node = node.setdefault(key, [] if nxt.isdigit() else {})
+        node[parts[-1]] = value
+    return out

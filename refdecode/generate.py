@@ -1,0 +1,253 @@
+r"""``generate``: configuration -> processors -> decoding loop -> output, as transformers 4.38.2 for GPT-2.
+
+Contract: ``generate(model, input_ids, attention_mask=None, generation_config=None, ...,
+**kwargs)`` where kwargs are :class:`~refdecode.generation_config.GenerationConfig` fields.
+Returns the int64 (B*R, T_out) sequences, or with ``return_dict_in_generate=True`` the output
+object of the loop (``scores`` with ``output_scores=True``; beam modes add ``sequences_scores``
+and ``beam_indices``). It follows the numbered steps of 4.38.2's ``GenerationMixin.generate``
+for a decoder-only model (source document 002 lists them):
+
+1. merge the config: ``generation_config`` (default: the model's) updated with ``kwargs``, validated;
+2. ``pad_token_id`` = the (first) eos id when unset, as transformers does for GPT-2;
+3. check ``input_ids`` / ``attention_mask``; without a mask, one is inferred only when the pad
+   id occurs in the prompt and differs from eos (so with pad = eos the padding is attended);
+4. ``max_length`` = prompt length + ``max_new_tokens`` when that is set;
+5. the mode (:func:`~refdecode.generation_config.generation_mode`), the processors
+   (:func:`logits_processors`), the warpers (:func:`logits_warpers`), the stopping criteria;
+6. repeat each prompt K times (beams) or R times (sampling with num_return_sequences),
+   consecutively, and run the loop.
+
+refdecode raises a ``ValueError`` naming the argument where transformers would warn and then
+crash later: a prompt plus ``max_new_tokens`` longer than ``n_positions``, ids outside the
+vocabulary, float ids, a mask of the wrong shape, NaN scores. ``use_cache=False`` is accepted
+and changes nothing (the loops always use the cache; results are the same).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .beam_scorer import BeamSearchScorer
+from .beam_search import beam_sample, beam_search
+from .generation_config import GenerationConfig, generation_mode, model_generation_config
+from .greedy import greedy_search
+from .group_beam_search import group_beam_search
+from .logits_process import (
+    HammingDiversityLogitsProcessor,
+    LogitsProcessorList,
+    MinLengthLogitsProcessor,
+    MinNewTokensLengthLogitsProcessor,
+    NoRepeatNGramLogitsProcessor,
+    RepetitionPenaltyLogitsProcessor,
+)
+from .logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from .sampling import sample
+from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList
+
+__all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
+
+
+# ---- step 3: inputs
+
+
+def _check_inputs(model: Any, input_ids: Any, attention_mask: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Validate the prompt: int (B, T) ids in [0, V); mask None or (B, T) of 0/1."""
+    if not isinstance(input_ids, np.ndarray) or input_ids.dtype.kind not in "iu":
+        kind = getattr(getattr(input_ids, "dtype", None), "name", type(input_ids).__name__)
+        raise ValueError(f"`input_ids` has to be an integer numpy array (int64 token ids), but is {kind}")
+    if input_ids.ndim != 2 or input_ids.shape[0] < 1 or input_ids.shape[1] < 1:
+        raise ValueError(f"`input_ids` has to have shape (batch_size, sequence_length) with both >= 1, "
+                         f"but has shape {input_ids.shape}")
+    vocab = int(model.config.vocab_size)
+    if input_ids.min() < 0 or input_ids.max() >= vocab:
+        raise ValueError(f"`input_ids` has to hold token ids in [0, {vocab}) (the vocabulary), but holds values "
+                         f"from {int(input_ids.min())} to {int(input_ids.max())}")
+    if attention_mask is None:
+        return input_ids.astype(np.int64), None
+    attention_mask = np.asarray(attention_mask)
+    if attention_mask.shape != input_ids.shape:
+        raise ValueError(f"`attention_mask` has to have the shape of `input_ids` {input_ids.shape}, "
+                         f"but has shape {attention_mask.shape}")
+    if attention_mask.dtype.kind not in "iub" or not np.isin(attention_mask, (0, 1)).all():
+        raise ValueError(f"`attention_mask` has to hold 0/1 (or bool) values, but has dtype "
+                         f"{attention_mask.dtype} and values {np.unique(attention_mask)[:5].tolist()}")
+    return input_ids.astype(np.int64), attention_mask.astype(np.int64)
+
+
+def _default_attention_mask(input_ids: np.ndarray, pad_token_id: int | None, eos: list[int] | None) -> np.ndarray:
+    """4.38.2 ``_prepare_attention_mask_for_generation``: (B, T) ``ids != pad`` if pad occurs and is not eos,
+    else ones."""
+    if pad_token_id is not None and (input_ids == pad_token_id).any() and (eos is None or pad_token_id not in eos):
+        return (input_ids != pad_token_id).astype(np.int64)
+    return np.ones_like(input_ids, dtype=np.int64)
+
+
+# ---- step 5: processors, warpers, stopping criteria
+
+
+def _merge(default: list, custom: Any, kind: str) -> list:
+    """Built-ins first, then the user's; a user object of a type already built raises (4.38.2)."""
+    for item in custom or []:
+        for built in default:
+            if type(item) is type(built):
+                raise ValueError(f"A custom {kind} of type {type(item)} has been passed to `generate()`, but it has "
+                                 f"already been created from the generation config. Pass the corresponding argument "
+                                 f"to `generate()` instead of a custom {kind}.")
+    return default + list(custom or [])
+
+
+def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = None) -> LogitsProcessorList:
+    """The processors 4.38.2's ``_get_logits_processor`` builds, **in this order**, then ``custom``:
+
+    1. HammingDiversity (``diversity_penalty > 0``)  2. RepetitionPenalty (``!= 1.0``)
+    3. NoRepeatNGram (``> 0``)  4. MinLength (``min_length > 0`` and an eos)
+    5. MinNewTokensLength (``min_new_tokens > 0`` and an eos; counts from ``prompt_len``).
+    """
+    procs: list = []
+    if config.diversity_penalty is not None and config.diversity_penalty > 0.0:
+        procs.append(HammingDiversityLogitsProcessor(diversity_penalty=config.diversity_penalty,
+                                                     num_beams=config.num_beams,
+                                                     num_beam_groups=config.num_beam_groups))
+    if config.repetition_penalty is not None and config.repetition_penalty != 1.0:
+        procs.append(RepetitionPenaltyLogitsProcessor(penalty=config.repetition_penalty))
+    if config.no_repeat_ngram_size is not None and config.no_repeat_ngram_size > 0:
+        procs.append(NoRepeatNGramLogitsProcessor(config.no_repeat_ngram_size))
+    if config.min_length is not None and config.eos_token_id is not None and config.min_length > 0:
+        procs.append(MinLengthLogitsProcessor(config.min_length, config.eos_token_id))
+    if config.min_new_tokens is not None and config.eos_token_id is not None and config.min_new_tokens > 0:
+        procs.append(MinNewTokensLengthLogitsProcessor(prompt_len, config.min_new_tokens, config.eos_token_id))
+    return LogitsProcessorList(_merge(procs, custom, "logits processor"))
+
+
+def logits_warpers(config: GenerationConfig) -> LogitsProcessorList:
+    """The warpers of 4.38.2's ``_get_logits_warper``, in order: temperature -> top-k -> top-p.
+
+    ``min_tokens_to_keep`` is 1, or for beam methods ``len(eos list) + 1`` (2 when eos is an int),
+    so that a non-eos continuation always survives. ``top_k=50`` is the default and applies
+    whenever sampling (#38549); ``top_k=0`` or None switches it off.
+    """
+    if config.num_beams > 1:
+        keep = len(config.eos_token_id) + 1 if isinstance(config.eos_token_id, list) else 2
+    else:
+        keep = 1
+    warpers: list = []
+    if config.temperature is not None and config.temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(config.temperature))
+    if config.top_k is not None and config.top_k != 0:
+        warpers.append(TopKLogitsWarper(top_k=config.top_k, min_tokens_to_keep=keep))
+    if config.top_p is not None and config.top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p=config.top_p, min_tokens_to_keep=keep))
+    return LogitsProcessorList(warpers)
+
+
+def stopping_criteria_for(config: GenerationConfig, n_positions: int, custom: Any = None) -> StoppingCriteriaList:
+    """MaxLength(max_length) (+ MaxTime if ``max_time``), then the user's criteria (duplicate type raises)."""
+    criteria: list = [MaxLengthCriteria(max_length=config.max_length, max_position_embeddings=n_positions)]
+    if config.max_time is not None:
+        criteria.append(MaxTimeCriteria(max_time=config.max_time))
+    return StoppingCriteriaList(_merge(criteria, custom, "stopping criteria"))
+
+
+# ---- generate
+
+
+def _merged_config(model: Any, generation_config: GenerationConfig | None, kwargs: dict) -> GenerationConfig:
+    """Step 1 and 2: a copy of the config (default: the model's), updated with kwargs, pad = eos if unset."""
+    if generation_config is not None and not isinstance(generation_config, GenerationConfig):
+        raise ValueError(f"`generation_config` has to be a GenerationConfig, but is {type(generation_config).__name__}")
+    config = copy.deepcopy(generation_config if generation_config is not None else model_generation_config(model))
+    unused = config.update(**kwargs)
+    if unused:
+        names = ", ".join(f"`{k}`" for k in unused)
+        raise ValueError(f"The following `model_kwargs` are not used by the model: {names} (note: typos in "
+                         "the generate arguments will also show up in this list)")
+    if config.pad_token_id is None and config.eos_token_id is not None:
+        eos = config.eos_token_id
+        config.pad_token_id = eos[0] if isinstance(eos, list) else eos  # "for open-end generation"
+    return config
+
+
+def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> None:
+    """Step 4 checks: the prompt must be shorter than max_length, and max_length fit in n_positions."""
+    if prompt_len >= config.max_length:
+        raise ValueError(f"Input length of input_ids is {prompt_len}, but `max_length` is set to {config.max_length}. "
+                         "This can lead to unexpected behavior. You should consider increasing `max_length` or, "
+                         "better yet, setting `max_new_tokens`.")
+    n_positions = int(model.config.n_positions)
+    if config.max_length > n_positions:
+        name = "max_new_tokens" if config.max_new_tokens is not None else "max_length"
+        raise ValueError(f"`{name}` is too large: prompt length {prompt_len} + new tokens "
+                         f"{config.max_length - prompt_len} = {config.max_length} exceeds the model's n_positions "
+                         f"({n_positions})")
+    vocab = int(model.config.vocab_size)
+    for name in ("eos_token_id", "pad_token_id"):
+        ids = getattr(config, name)
+        for i in ids if isinstance(ids, list) else [ids]:
+            if i is not None and not 0 <= i < vocab:
+                raise ValueError(f"`{name}` has to be in [0, {vocab}) (the vocabulary), but is {i}")
+    if config.min_new_tokens is not None and config.min_new_tokens + prompt_len > config.max_length or \
+            config.min_length > config.max_length:
+        warnings.warn("Unfeasible length constraints: the minimum length is larger than `max_length`; generation "
+                      "will stop at `max_length`.", UserWarning, stacklevel=3)
+
+
+def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
+             generation_config: GenerationConfig | None = None, logits_processor: Any = None,
+             stopping_criteria: Any = None, seed: int | None = None, rng: np.random.Generator | None = None,
+             draw: Callable[..., np.ndarray] | None = None, **kwargs: Any) -> Any:
+    """Generate continuations of ``input_ids`` int64 (B, T) (left-padded, with ``attention_mask`` (B, T)).
+
+    ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
+    ``seed``/``rng`` give the random generator of the sampling modes and ``draw`` replaces the
+    multinomial draw (see :mod:`refdecode.sampling_draw`).
+
+    >>> from refdecode.testing import TableModel
+    >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)),
+    ...                    eos_token_id=0)
+    >>> generate(model, np.array([[1], [2]]), max_new_tokens=3)                # greedy; row 1 ends with eos
+    array([[1, 2, 0],
+           [2, 0, 0]])
+    >>> out = generate(model, np.array([[0]]), num_beams=2, max_length=3, length_penalty=0.0,
+    ...                return_dict_in_generate=True, output_scores=True)
+    >>> out.sequences.tolist(), out.beam_indices.tolist()    # beam rows each step came from, -1 = none
+    ([[0, 1, 2]], [[0, 0, -1]])
+    """
+    config = _merged_config(model, generation_config, kwargs)
+    eos = [config.eos_token_id] if isinstance(config.eos_token_id, int) else config.eos_token_id
+    input_ids, attention_mask = _check_inputs(model, input_ids, attention_mask)
+    if attention_mask is None:
+        attention_mask = _default_attention_mask(input_ids, config.pad_token_id, eos)
+    batch, prompt_len = input_ids.shape
+    if config.max_new_tokens is not None:
+        config.max_length = config.max_new_tokens + prompt_len
+    _check_lengths(model, config, prompt_len)
+    mode = generation_mode(config)
+    processors = logits_processors(config, prompt_len, logits_processor)
+    criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria)
+    common = dict(logits_processor=processors, stopping_criteria=criteria, pad_token_id=config.pad_token_id,
+                  eos_token_id=config.eos_token_id, output_scores=config.output_scores,
+                  output_logits=bool(config.output_logits), return_dict_in_generate=config.return_dict_in_generate)
+    if mode == "greedy_search":
+        return greedy_search(model, input_ids, attention_mask=attention_mask, **common)
+    if mode == "sample":
+        warpers, r = logits_warpers(config), config.num_return_sequences
+        return sample(model, np.repeat(input_ids, r, axis=0), attention_mask=np.repeat(attention_mask, r, axis=0),
+                      logits_warper=warpers, rng=rng, seed=seed, draw=draw, **common)
+    warpers = logits_warpers(config) if mode == "beam_sample" else None
+    scorer = BeamSearchScorer(batch_size=batch, num_beams=config.num_beams, length_penalty=config.length_penalty,
+                              do_early_stopping=config.early_stopping,
+                              num_beam_hyps_to_keep=config.num_return_sequences,
+                              num_beam_groups=config.num_beam_groups if mode == "group_beam_search" else 1,
+                              max_length=config.max_length)
+    ids, mask = np.repeat(input_ids, config.num_beams, axis=0), np.repeat(attention_mask, config.num_beams, axis=0)
+    if mode == "beam_search":
+        return beam_search(model, ids, scorer, attention_mask=mask, **common)
+    if mode == "beam_sample":
+        return beam_sample(model, ids, scorer, logits_warper=warpers, attention_mask=mask, rng=rng, seed=seed,
+                           draw=draw, **common)
+    return group_beam_search(model, ids, scorer, attention_mask=mask, **common)

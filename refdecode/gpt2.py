@@ -1,0 +1,346 @@
+r"""GPT-2 forward pass in NumPy: token ids (+ mask, positions, cache) -> next-token logits.
+
+Contract: in come int64 token ids ``(B, T)``, an optional attention mask ``(B, S + T)`` covering the S
+cached tokens and the T new ones, optional position ids ``(B, T)`` and a :class:`~refdecode.kv_cache.KVCache`
+holding S tokens; out come float32 logits ``(B, T, V)`` and the same cache with the T new tokens appended.
+This module knows nothing about text (:mod:`refdecode.tokenizer`), files (:mod:`refdecode.checkpoint`)
+or how a next token is chosen (the decoding modules).
+
+The arithmetic is that of transformers 4.38.2 ``models/gpt2/modeling_gpt2.py`` (``GPT2LMHeadModel``, eager
+attention, eval mode), written as picoGPT-style pure functions whose parameters carry the checkpoint's
+names (``wte``, ``ln_1``, ``c_attn``, ``c_proj``, ...), so loading is a dict walk::
+
+    x   = wte[input_ids] + wpe[position_ids]                       # (B, T, E)
+    x   = x + attn(ln_1(x))            for each of the L blocks    # causal self-attention, KV cache
+    x   = x + mlp(ln_2(x))                                         # E -> n_inner -> E
+    logits = ln_f(x) @ wte.T                                       # (B, T, V), LM head tied to wte
+
+Everything is float32: constants are Python floats or ``np.float32`` (NumPy 2 promotes
+``float32_array / np.float64(8.0)`` to float64), and nothing here is computed in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .checkpoint import load_params
+from .config import GPT2Config
+from .kv_cache import KVCache
+from .numerics import ACT2FN, softmax
+
+__all__ = [
+    "GPT2", "CausalLMOutput", "layer_norm", "conv1d", "mlp", "attention_scores", "attend", "attn", "block", "gpt2",
+    "default_position_ids", "padding_bias", "MASK_MIN",
+]
+
+#: torch.finfo(torch.float32).min, the value transformers writes into masked attention scores.
+MASK_MIN = np.float32(np.finfo(np.float32).min)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The layers: pure functions, one per module of modeling_gpt2.py
+# ----------------------------------------------------------------------------------------------------
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    r"""LayerNorm over the last axis (``torch.nn.LayerNorm``, biased variance).
+
+    .. math:: y = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} \cdot w + b,\quad
+              \mu = \mathrm{mean}(x),\ \sigma^2 = \mathrm{mean}((x - \mu)^2)
+
+    >>> layer_norm(np.array([[1.0, 3.0]], dtype=np.float32), np.ones(2, np.float32), np.zeros(2, np.float32), 1e-5)
+    array([[-0.999995,  0.999995]], dtype=float32)
+    """
+    mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    var = np.square(x - mean).mean(axis=-1, keepdims=True)  # (..., 1)
+    return (x - mean) / np.sqrt(var + eps) * weight + bias
+
+
+def conv1d(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """transformers' ``Conv1D`` (a linear layer stored input-major): ``x @ weight + bias``.
+
+    x float32 (N, E_in), weight (E_in, E_out), bias (E_out,) -> (N, E_out). Callers flatten batch and
+    sequence into N so each layer is one 2-D matrix product.
+    """
+    return x @ weight + bias  # (N, E_in) @ (E_in, E_out) -> (N, E_out)
+
+
+def mlp(x: np.ndarray, c_fc: dict, c_proj: dict, act: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """GPT2MLP: ``c_proj(act(c_fc(x)))``; x float32 (N, E) -> (N, n_inner) -> (N, E)."""
+    return conv1d(act(conv1d(x, **c_fc)), **c_proj)
+
+
+def padding_bias(attention_mask: np.ndarray) -> np.ndarray:
+    """The additive mask transformers builds from a 0/1 mask: ``(1 - mask) * finfo(float32).min``.
+
+    (B, S + T) -> float32 (B, 1, 1, S + T): 0 where a token may be attended to, MASK_MIN at padding.
+
+    >>> padding_bias(np.array([[0, 1]]))[0, 0, 0].tolist()
+    [-3.4028234663852886e+38, -0.0]
+    """
+    return ((1.0 - attention_mask.astype(np.float32)) * MASK_MIN)[:, None, None, :]
+
+
+def attention_scores(q: np.ndarray, k: np.ndarray, layer: int, config: GPT2Config) -> np.ndarray:
+    r"""Scaled attention scores :math:`q k^\top / \sqrt{D}`, as ``GPT2Attention._attn`` computes them.
+
+    q float32 (B, H, T, D), k float32 (B, H, S + T, D) -> float32 (B, H, T, S + T). The divisions are
+    done one after the other in float32, like transformers (``/ sqrt(D)`` as a float32 scalar, then
+    ``/ (layer + 1)`` with ``scale_attn_by_inverse_layer_idx``); with ``reorder_and_upcast_attn`` the
+    product is instead multiplied by one factor, as ``torch.baddbmm(..., alpha=...)`` does there.
+    """
+    D = q.shape[-1]
+    w = q @ k.swapaxes(-1, -2)  # (B, H, T, D) @ (B, H, D, S+T) -> (B, H, T, S+T)
+    if config.reorder_and_upcast_attn:  # GPT2Attention._upcast_and_reordered_attn
+        alpha = 1.0
+        if config.scale_attn_weights:
+            alpha /= float(D) ** 0.5
+        if config.scale_attn_by_inverse_layer_idx:
+            alpha /= float(layer + 1)
+        return w * np.float32(alpha)
+    if config.scale_attn_weights:
+        w = w / np.float32(D**0.5)
+    if config.scale_attn_by_inverse_layer_idx:
+        w = w / float(layer + 1)
+    return w
+
+
+def attend(w: np.ndarray, v: np.ndarray, pad_bias: np.ndarray | None) -> np.ndarray:
+    r"""Causal masking, softmax and the weighted sum of values, exactly as ``GPT2Attention._attn``.
+
+    .. math:: \mathrm{softmax}(w \text{ with future keys} := m,\ + p)\, v,
+              \qquad m = \mathrm{finfo(float32).min}
+
+    where ``p`` is :func:`padding_bias` (0 or m). The T new queries are the last T of the S + T keys,
+    so query t may see keys 0 .. S + t. Masking follows transformers to the bit: future scores are
+    *replaced* by m, then the padding bias is *added*; a padded query (left padding) therefore sees
+    m + m = -inf at padded future keys and m (the same finite value) everywhere else, giving a
+    uniform distribution instead of NaN. Its output is garbage that no real token ever reads.
+
+    Args:
+        w: float32 (B, H, T, S + T), from :func:`attention_scores`.
+        v: float32 (B, H, S + T, D).
+        pad_bias: float32 (B, 1, 1, S + T) or None (no padding).
+
+    Returns:
+        float32 (B, H, T, D).
+
+    >>> w = np.zeros((1, 1, 2, 2), dtype=np.float32)                 # two new tokens, equal scores
+    >>> v = np.array([[[[1.0], [3.0]]]], dtype=np.float32)            # (B=1, H=1, S+T=2, D=1)
+    >>> attend(w, v, None).ravel().tolist()                          # token 0 sees only itself
+    [1.0, 2.0]
+    """
+    T, S_T = w.shape[2], w.shape[3]
+    if T > 1:  # a single new token may attend to every key, so decoding steps skip the causal mask
+        causal = np.tri(T, S_T, k=S_T - T, dtype=bool)  # (T, S+T): query t sees keys <= S + t
+        w = np.where(causal, w, MASK_MIN)
+    if pad_bias is not None:
+        with np.errstate(over="ignore"):  # m + m overflows to -inf, as in torch
+            w = w + pad_bias  # (B, H, T, S+T) + (B, 1, 1, S+T)
+    return softmax(w, axis=-1) @ v  # (B, H, T, S+T) @ (B, H, S+T, D) -> (B, H, T, D)
+
+
+def attn(x: np.ndarray, c_attn: dict, c_proj: dict, *, shape: tuple[int, int], layer: int,
+         cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
+    """GPT2Attention: fused qkv projection, heads, cache append, attention, output projection.
+
+    x float32 (B*T, E) -> (B*T, E); ``shape`` is (B, T). The T new keys/values of this layer are written
+    into ``cache`` at position S (``cache.length``); the caller advances the cache after the last layer.
+    """
+    B, T = shape
+    E, H = x.shape[-1], config.n_head
+    qkv = conv1d(x, **c_attn)  # (B*T, E) -> (B*T, 3E), one matmul for q, k and v
+    qkv = qkv.reshape(B, T, 3, H, E // H).transpose(2, 0, 3, 1, 4)  # -> (3, B, H, T, D)
+    k, v = cache.append(layer, qkv[1], qkv[2])  # -> (B, H, S+T, D) each, views of the cache
+    out = attend(attention_scores(qkv[0], k, layer, config), v, pad_bias)  # (B, H, T, D)
+    out = out.transpose(0, 2, 1, 3).reshape(B * T, E)  # merge heads: (B, H, T, D) -> (B*T, E)
+    return conv1d(out, **c_proj)  # (B*T, E)
+
+
+def block(x: np.ndarray, ln_1: dict, attn: dict, ln_2: dict, mlp: dict, *, layer: int, shape: tuple[int, int],
+          cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
+    """GPT2Block (pre-LayerNorm residual block); x float32 (B*T, E) -> (B*T, E)."""
+    eps = config.layer_norm_epsilon
+    x = x + _attn(layer_norm(x, **ln_1, eps=eps), **attn, shape=shape, layer=layer, cache=cache,
+                  pad_bias=pad_bias, config=config)
+    return x + _mlp(layer_norm(x, **ln_2, eps=eps), **mlp, act=ACT2FN[config.activation_function])
+
+
+_attn, _mlp = attn, mlp  # block's parameters are named after the checkpoint (attn, mlp) and shadow these
+
+
+def default_position_ids(attention_mask: np.ndarray | None, past_length: int, batch_size: int,
+                         seq_len: int) -> np.ndarray:
+    """Position ids of the T new tokens when the caller gives none, as transformers' generation does.
+
+    With a mask (``GPT2LMHeadModel.prepare_inputs_for_generation``): ``cumsum(mask) - 1``, padded positions
+    set to 1, last T columns, so a left-padded row starts its real tokens at position 0. Without a mask
+    (``GPT2Model.forward``): ``arange(S, S + T)`` for every row.
+
+    >>> default_position_ids(np.array([[0, 0, 1, 1], [1, 1, 1, 1]]), 0, 2, 4).tolist()
+    [[1, 1, 0, 1], [0, 1, 2, 3]]
+    >>> default_position_ids(None, 3, 1, 2).tolist()
+    [[3, 4]]
+    """
+    if attention_mask is None:
+        return np.broadcast_to(np.arange(past_length, past_length + seq_len, dtype=np.int64), (batch_size, seq_len))
+    mask = attention_mask.astype(np.int64)
+    pos = np.cumsum(mask, axis=-1) - 1  # (B, S+T)
+    pos[mask == 0] = 1
+    return pos[:, -seq_len:]  # (B, T)
+
+
+def gpt2(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str, Any], config: GPT2Config,
+         cache: KVCache, attention_mask: np.ndarray | None = None, logits_to_keep: int = 0) -> np.ndarray:
+    """GPT2LMHeadModel forward on already-validated inputs; appends to ``cache`` in place.
+
+    Args:
+        input_ids: int64 (B, T). position_ids: int64 (B, T).
+        params: nested dict from :func:`refdecode.checkpoint.load_params`.
+        cache: KVCache with S tokens and B rows; holds S + T afterwards.
+        attention_mask: 0/1 (B, S + T) or None (attend to everything).
+        logits_to_keep: 0 for all T positions, n for the last n only (prefill needs one).
+
+    Returns:
+        logits float32 (B, T, V) (or (B, n, V)).
+    """
+    B, T = input_ids.shape
+    x = params["wte"][input_ids] + params["wpe"][position_ids]  # (B, T, E)
+    x = x.reshape(B * T, -1)  # (B*T, E): every layer works on one 2-D matrix
+    pad_bias = None if attention_mask is None or attention_mask.all() else padding_bias(attention_mask)
+    for i, layer_params in enumerate(params["h"]):
+        x = block(x, **layer_params, layer=i, shape=(B, T), cache=cache, pad_bias=pad_bias, config=config)
+    cache.advance(T)
+    n = logits_to_keep if logits_to_keep > 0 else T
+    x = x.reshape(B, T, -1)[:, T - n :].reshape(B * n, -1)  # (B*n, E): only the positions we return
+    x = layer_norm(x, **params["ln_f"], eps=config.layer_norm_epsilon)
+    head = params.get("lm_head", params["wte"])  # tied: the LM head is wte
+    return (x @ head.T).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The model object: config + parameters + argument checks
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CausalLMOutput:
+    """What :class:`GPT2` returns (transformers' ``CausalLMOutputWithCrossAttentions``, trimmed).
+
+    Attributes:
+        logits: float32 (B, T, V), or (B, n, V) with ``logits_to_keep=n``.
+        past_key_values: the KVCache, now holding S + T tokens.
+    """
+
+    logits: np.ndarray
+    past_key_values: KVCache
+
+
+class GPT2:
+    """A GPT-2 language model: :class:`GPT2Config` + parameters; calling it runs :func:`gpt2`.
+
+    >>> model = GPT2.from_pretrained("models/gpt2-tiny")   # random weights, real vocabulary
+    >>> out = model(np.array([[15496, 995]]))               # "Hello world"
+    >>> out.logits.shape, out.logits.dtype, out.past_key_values.length
+    ((1, 2, 50257), dtype('float32'), 2)
+    >>> step = model(np.array([[11]]), past_key_values=out.past_key_values)   # one more token, cached
+    >>> step.logits.shape, step.past_key_values.length
+    ((1, 1, 50257), 3)
+    """
+
+    def __init__(self, config: GPT2Config, params: dict[str, Any]) -> None:
+        self.config = config
+        self.params = params
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, mmap: bool = True) -> GPT2:
+        """Load ``path/config.json`` and ``path/model.safetensors`` (local files only; nothing is downloaded).
+
+        ``mmap``: float32 weights are read-only views of the memory-mapped file (True: loading is
+        instant and the OS shares the pages) or are read into memory (False). See :mod:`refdecode.checkpoint`.
+        """
+        path = Path(path)
+        if not path.is_dir():
+            raise FileNotFoundError(f"model directory not found: {path}")
+        config = GPT2Config.from_json_file(path / "config.json")
+        return cls(config, load_params(path / "model.safetensors", config, mmap=mmap))
+
+    def new_cache(self, batch_size: int, capacity: int) -> KVCache:
+        """An empty KVCache for ``batch_size`` rows with room for ``capacity`` tokens (grows if exceeded)."""
+        c = self.config
+        return KVCache(c.n_layer, batch_size, c.n_head, c.head_dim, capacity)
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
+                 position_ids: np.ndarray | None = None, past_key_values: KVCache | None = None,
+                 logits_to_keep: int = 0) -> CausalLMOutput:
+        """Run T new tokens through the model, after the S in ``past_key_values`` (see module docstring).
+
+        Args:
+            input_ids: int (B, T), values in [0, V).
+            attention_mask: int or bool (B, S + T) of 0/1, covering cached and new tokens; None = all ones.
+            position_ids: int (B, T) in [0, n_positions); None = :func:`default_position_ids`.
+            past_key_values: KVCache with B rows, or None for a fresh one of capacity T.
+            logits_to_keep: 0 = logits of all T positions; n in [1, T] = the last n only.
+
+        Returns:
+            CausalLMOutput(logits float32 (B, T or n, V), past_key_values = the cache, S + T tokens).
+        """
+        c = self.config
+        input_ids = _int_array("input_ids", input_ids, ndim=2)
+        B, T = input_ids.shape
+        if B < 1 or T < 1:
+            raise ValueError(f"`input_ids` must have shape (B, T) with B >= 1 and T >= 1, got {input_ids.shape}")
+        _check_range("input_ids", input_ids, 0, c.vocab_size)
+        cache = self.new_cache(B, T) if past_key_values is None else past_key_values
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"`past_key_values` must be a KVCache or None, got {type(cache).__name__}")
+        if (cache.batch_size, cache.n_layer, cache.n_head, cache.head_dim) != (B, c.n_layer, c.n_head, c.head_dim):
+            raise ValueError(
+                f"`past_key_values` must hold batch_size={B}, n_layer={c.n_layer}, n_head={c.n_head}, "
+                f"head_dim={c.head_dim}; got {cache!r}"
+            )
+        S = cache.length
+        if S + T > c.n_positions:
+            raise ValueError(
+                f"cached + new tokens must be <= n_positions={c.n_positions}, got S={S} + T={T} = {S + T}"
+            )
+        if attention_mask is not None:
+            attention_mask = _int_array("attention_mask", attention_mask, ndim=2, allow_bool=True)
+            if attention_mask.shape != (B, S + T):
+                raise ValueError(
+                    f"`attention_mask` must have shape (B, S + T) = {(B, S + T)}, got {attention_mask.shape}"
+                )
+            _check_range("attention_mask", attention_mask, 0, 2)
+        if position_ids is None:
+            position_ids = default_position_ids(attention_mask, S, B, T)
+        else:
+            position_ids = _int_array("position_ids", position_ids, ndim=2)
+            if position_ids.shape != (B, T):
+                raise ValueError(f"`position_ids` must have shape (B, T) = {(B, T)}, got {position_ids.shape}")
+            _check_range("position_ids", position_ids, 0, c.n_positions)
+        if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, (int, np.integer)) \
+                or not 0 <= logits_to_keep <= T:
+            raise ValueError(f"`logits_to_keep` must be an integer in [0, T={T}], got {logits_to_keep!r}")
+        logits = gpt2(input_ids, position_ids, self.params, c, cache, attention_mask, int(logits_to_keep))
+        return CausalLMOutput(logits=logits, past_key_values=cache)
+
+
+def _int_array(name: str, value: Any, ndim: int, allow_bool: bool = False) -> np.ndarray:
+    """``value`` as an integer ndarray of ``ndim`` dims, or TypeError/ValueError naming ``name``."""
+    arr = np.asarray(value)
+    kinds = "iub" if allow_bool else "iu"
+    if arr.dtype.kind not in kinds:
+        raise TypeError(f"`{name}` must be an integer array (int64), got dtype {arr.dtype}")
+    if arr.ndim != ndim:
+        raise ValueError(f"`{name}` must have {ndim} dimensions, got shape {arr.shape}")
+    return arr
+
+
+def _check_range(name: str, arr: np.ndarray, low: int, high: int) -> None:
+    """ValueError naming ``name`` unless every value is in [low, high)."""
+    if arr.size and (arr.min() < low or arr.max() >= high):
+        raise ValueError(f"`{name}` values must be in [{low}, {high}), got min {arr.min()} and max {arr.max()}")

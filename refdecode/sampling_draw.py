@@ -1,0 +1,76 @@
+r"""The one place where refdecode draws random numbers: ``multinomial``, like ``torch.multinomial``.
+
+Contract: probabilities (N, V) in, token indices (N, num_samples) int64 out. Randomness comes only
+from the ``np.random.Generator`` passed in (``sample`` and ``beam_sample`` build it from ``seed=``
+or take ``rng=``), so the same seed gives the same tokens. The decode loops take a ``draw=``
+argument defaulting to this function; a test can pass a replacement that replays the tokens
+transformers drew, which is how the sampling golden files are compared (torch's and NumPy's
+random streams are different, so the draws themselves cannot match: see
+``../shared/notes`` point 21, "RNG is not portable").
+
+Inverse-CDF sampling, one uniform per draw:
+
+.. math:: i = \min\{ j : \textstyle\sum_{l \le j} p_l > u \cdot \sum_l p_l \},\quad u \sim U[0, 1)
+
+Without replacement (what beam sample asks for: 2K distinct candidates), a drawn index has its
+probability set to zero and the row is renormalised before the next draw; this is sequential
+sampling without replacement, the same distribution ``torch.multinomial(replacement=False)``
+samples from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["multinomial"]
+
+
+def multinomial(probs: np.ndarray, num_samples: int, replacement: bool = False,
+                rng: np.random.Generator | None = None) -> np.ndarray:
+    r"""Draw ``num_samples`` indices per row of ``probs`` (N, V), like ``torch.multinomial``.
+
+    Args:
+        probs: float (N, V), non-negative, finite, each row with a positive sum (it need not sum
+            to 1: rows are normalised here, as torch does).
+        num_samples: draws per row; without replacement at most the number of non-zero entries.
+        replacement: draw with replacement (independent draws) or without (distinct indices).
+        rng: the ``np.random.Generator`` every uniform comes from (required).
+
+    Returns:
+        int64 (N, num_samples), in draw order.
+
+    Raises:
+        ValueError: NaN/inf/negative probabilities, an all-zero row, or not enough non-zero
+            entries for a draw without replacement (torch raises RuntimeError for these).
+
+    >>> rng = np.random.default_rng(0)
+    >>> multinomial(np.array([[0.0, 1.0, 0.0]], dtype=np.float32), 1, rng=rng)
+    array([[1]])
+    >>> sorted(multinomial(np.array([[0.2, 0.0, 0.8]]), 2, replacement=False, rng=rng)[0].tolist())
+    [0, 2]
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"`rng` has to be a numpy.random.Generator, but is {type(rng).__name__}")
+    p = np.array(probs, dtype=np.float64, ndmin=2)  # (N, V) float64 copy: we zero drawn entries
+    if p.ndim != 2:
+        raise ValueError(f"`probs` has to be 1-D or 2-D (N, V), but has shape {np.shape(probs)}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError("`probs` contains NaN, inf or a negative value (NaN scores while sampling?): "
+                         f"row sums {p.sum(axis=1).tolist()}")
+    if np.any(p.sum(axis=1) <= 0):
+        raise ValueError("`probs` has a row with no probability mass (every token filtered?)")
+    if not replacement and np.any(np.count_nonzero(p, axis=1) < num_samples):
+        raise ValueError(f"`num_samples` ({num_samples}) is larger than the number of non-zero "
+                         f"probabilities {np.count_nonzero(p, axis=1).tolist()} (replacement=False)")
+    rows = np.arange(p.shape[0])
+    out = np.empty((p.shape[0], num_samples), dtype=np.int64)
+    for s in range(num_samples):
+        cdf = np.cumsum(p, axis=1)                                  # (N, V)
+        target = rng.random(p.shape[0]) * cdf[:, -1]                # (N,) u * total mass
+        idx = np.sum(cdf <= target[:, None], axis=1)                # first j with cdf_j > target
+        last_nonzero = p.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
+        idx = np.minimum(idx, last_nonzero)                         # u*total rounded up to total
+        out[:, s] = idx
+        if not replacement:
+            p[rows, idx] = 0.0
+    return out

@@ -1,0 +1,141 @@
+r"""Stage 5, stopping: when does a decode loop end, and what do finished rows emit meanwhile.
+
+Contract (transformers 4.38.2, ``generation/stopping_criteria.py``): a criterion is called as
+``criterion(input_ids, scores) -> bool`` where ``input_ids`` is int64 (N, T) (prompt included)
+and ``scores`` is the tuple of per-step scores collected so far (``None`` unless the loop runs
+with ``return_dict_in_generate=True, output_scores=True``). In 4.38 a criterion answers for the
+**whole batch** with one bool (4.39 switched to one bool per row, #29056).
+
+The end-of-sequence token is *not* a criterion in 4.38 (``EosTokenCriteria`` arrived in 4.40):
+greedy and sample keep an ``unfinished`` flag per row; once a row has emitted an eos token every
+later token of that row is replaced by ``pad_token_id`` (:func:`pad_finished_rows`), and the loop
+ends when every row is finished or a criterion says stop. Beam loops stop when the beam scorer is
+done or a criterion says stop.
+
+>>> criteria = StoppingCriteriaList([MaxLengthCriteria(max_length=4)])
+>>> criteria(np.zeros((2, 3), dtype=np.int64), None), criteria(np.zeros((2, 4), dtype=np.int64), None)
+(False, True)
+>>> criteria.max_length
+4
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "StoppingCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria", "MaxTimeCriteria",
+    "StoppingCriteriaList", "validate_stopping_criteria", "pad_finished_rows", "update_unfinished",
+]
+
+
+class StoppingCriteria:
+    """Base class: ``__call__(input_ids (N, T) int64, scores, **kwargs) -> bool`` for the batch."""
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool:
+        raise NotImplementedError("StoppingCriteria needs to be subclassed")
+
+
+class MaxLengthCriteria(StoppingCriteria):
+    """Stop once ``input_ids.shape[-1] >= max_length``; the length **includes the prompt**.
+
+    ``max_position_embeddings`` (the model's ``n_positions``) only adds a warning when the
+    sequence reaches it without being done, as 4.38.2 does.
+    """
+
+    def __init__(self, max_length: int, max_position_embeddings: int | None = None):
+        self.max_length = max_length
+        self.max_position_embeddings = max_position_embeddings
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool:
+        cur_len = input_ids.shape[-1]
+        is_done = cur_len >= self.max_length
+        if self.max_position_embeddings is not None and not is_done and cur_len >= self.max_position_embeddings:
+            warnings.warn(f"the generation will exceed the model's maximum length ({self.max_position_embeddings})",
+                          UserWarning, stacklevel=2)
+        return bool(is_done)
+
+
+class MaxNewTokensCriteria(StoppingCriteria):
+    """Stop once ``start_length + max_new_tokens`` tokens are held (deprecated in 4.38, kept for ports).
+
+    >>> import warnings; warnings.simplefilter("ignore", FutureWarning)
+    >>> MaxNewTokensCriteria(start_length=3, max_new_tokens=2).max_length
+    5
+    """
+
+    def __init__(self, start_length: int, max_new_tokens: int):
+        warnings.warn("The class `MaxNewTokensCriteria` is deprecated. Please use "
+                      f"`MaxLengthCriteria(max_length={start_length + max_new_tokens})` instead.",
+                      FutureWarning, stacklevel=2)
+        self.start_length = start_length
+        self.max_new_tokens = max_new_tokens
+        self.max_length = start_length + max_new_tokens
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool:
+        return bool(input_ids.shape[-1] >= self.max_length)
+
+
+class MaxTimeCriteria(StoppingCriteria):
+    """Stop once more than ``max_time`` seconds passed since ``initial_timestamp`` (default: construction)."""
+
+    def __init__(self, max_time: float, initial_timestamp: float | None = None):
+        self.max_time = max_time
+        self.initial_timestamp = time.time() if initial_timestamp is None else initial_timestamp
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool:
+        return bool(time.time() - self.initial_timestamp > self.max_time)
+
+
+class StoppingCriteriaList(list):
+    """A list of criteria; calling it returns ``any(...)``: one bool for the whole batch (4.38)."""
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool:
+        return any(criteria(input_ids, scores, **kwargs) for criteria in self)
+
+    @property
+    def max_length(self) -> int | None:
+        """``max_length`` of the first MaxLength/MaxNewTokens criterion, else None (finalize's output width)."""
+        for criterion in self:
+            if isinstance(criterion, (MaxLengthCriteria, MaxNewTokensCriteria)):
+                return criterion.max_length
+        return None
+
+
+def validate_stopping_criteria(stopping_criteria: StoppingCriteriaList, max_length: int) -> StoppingCriteriaList:
+    """A copy of ``stopping_criteria`` with a MaxLengthCriteria(max_length) added unless one exists."""
+    new_criteria = StoppingCriteriaList(stopping_criteria)
+    if stopping_criteria.max_length is not None and stopping_criteria.max_length != max_length:
+        warnings.warn("You set different `max_length` for stopping criteria and `max_length` parameter",
+                      UserWarning, stacklevel=2)
+    elif stopping_criteria.max_length is None:
+        new_criteria.append(MaxLengthCriteria(max_length=max_length))
+    return new_criteria
+
+
+# ---- eos bookkeeping of greedy / sample (4.38.2 greedy_search: "finished sentences should have
+# their next token be a padding token")
+
+
+def pad_finished_rows(next_tokens: np.ndarray, unfinished: np.ndarray, pad_token_id: int) -> np.ndarray:
+    """(N,) chosen tokens, (N,) 1/0 unfinished flags -> (N,) tokens with finished rows set to pad.
+
+    transformers computes ``next_tokens * unfinished + pad_token_id * (1 - unfinished)``.
+
+    >>> pad_finished_rows(np.array([5, 6]), np.array([1, 0]), pad_token_id=9)
+    array([5, 9])
+    """
+    return np.where(unfinished.astype(bool), next_tokens, np.int64(pad_token_id)).astype(np.int64)
+
+
+def update_unfinished(unfinished: np.ndarray, next_tokens: np.ndarray, eos_token_id: list[int]) -> np.ndarray:
+    """(N,) flags, (N,) tokens just appended -> (N,) flags with rows that emitted any eos id set to 0.
+
+    >>> update_unfinished(np.array([1, 1, 0]), np.array([3, 7, 3]), eos_token_id=[7, 8])
+    array([1, 0, 0])
+    """
+    hit_eos = np.isin(next_tokens, np.asarray(eos_token_id, dtype=np.int64))  # (N,) bool
+    return (unfinished * ~hit_eos).astype(np.int64)

@@ -1,0 +1,174 @@
+"""refdecode.checkpoint: both layouts, dtypes, zero-copy F32, and errors that name the file and the tensor."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import shutil
+import struct
+
+import numpy as np
+import pytest
+from conftest import GOLDEN, MODELS
+from safetensors.numpy import load_file, save_file
+
+from refdecode.checkpoint import expected_shapes, load_params, nest, read_header, read_tensor, to_float32
+from refdecode.config import GPT2Config
+from refdecode.gpt2 import GPT2
+
+SAVE_PRETRAINED = GOLDEN / "models" / "save_pretrained"
+HUB = GOLDEN / "models" / "hub"
+
+
+def copy_model(src, dst, tensors=None, config=None):
+    """Copy a model directory, optionally replacing its tensors ({name: array}) or config (dict)."""
+    shutil.copytree(src, dst)
+    if tensors is not None:
+        save_file(tensors, str(dst / "model.safetensors"))
+    if config is not None:
+        (dst / "config.json").write_text(json.dumps(config))
+    return dst
+
+
+def test_both_layouts_give_the_same_structure():
+    a, b = GPT2.from_pretrained(SAVE_PRETRAINED), GPT2.from_pretrained(HUB)
+    assert a.params.keys() == b.params.keys() == {"wte", "wpe", "h", "ln_f"}
+    assert len(a.params["h"]) == len(b.params["h"]) == 2
+    assert a.params["h"][1]["attn"]["c_attn"]["weight"].shape == (32, 96)
+    raw = read_header(HUB / "model.safetensors")
+    assert "h.0.attn.bias" in raw and "h.1.attn.masked_bias" in raw  # present in the file, ignored
+
+
+def test_hub_layout_from_save_pretrained_layout_loads_identically(tmp_path):
+    """Strip the prefix and add the causal-mask buffers: the same parameters come out."""
+    tensors = load_file(str(SAVE_PRETRAINED / "model.safetensors"))
+    hub = {k.removeprefix("transformer."): v for k, v in tensors.items()}
+    hub["h.0.attn.bias"] = np.tril(np.ones((64, 64), np.float32))[None, None]
+    hub["h.0.attn.masked_bias"] = np.array(-1e4, np.float32)
+    model = GPT2.from_pretrained(copy_model(SAVE_PRETRAINED, tmp_path / "m", hub))
+    ref = GPT2.from_pretrained(SAVE_PRETRAINED)
+    ids = np.array([[1, 2, 3]])
+    np.testing.assert_array_equal(model(ids).logits, ref(ids).logits)
+
+
+def test_f32_tensors_are_read_only_views_of_the_mapped_file():
+    """mmap=True: no copy of the weights; loading GPT-2 124M maps the file instead of reading 500 MB."""
+    config = GPT2Config.from_json_file(SAVE_PRETRAINED)
+    p = load_params(SAVE_PRETRAINED / "model.safetensors", config, mmap=True)
+    w = p["h"][0]["mlp"]["c_fc"]["weight"]
+    assert w.dtype == np.float32 and not w.flags.owndata and not w.flags.writeable
+    base = w
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    assert isinstance(base, (np.memmap, mmap.mmap))
+    q = load_params(SAVE_PRETRAINED / "model.safetensors", config, mmap=False)
+    assert q["h"][0]["mlp"]["c_fc"]["weight"].flags.writeable  # its own memory (a reshaped read)
+    np.testing.assert_array_equal(q["h"][0]["mlp"]["c_fc"]["weight"], w)
+
+
+def test_f16_and_bf16_are_upcast_to_float32():
+    for name in ("f16_gelu", "bf16_relu"):
+        stored = read_header(GOLDEN / "models" / name / "model.safetensors")
+        assert {info.dtype for info in stored.values()} == ({"F16"} if name == "f16_gelu" else {"BF16"})
+        params = GPT2.from_pretrained(GOLDEN / "models" / name).params
+        assert params["wpe"].dtype == np.float32
+    assert to_float32("F16", np.array([1.5, -2.0], np.float16)).tolist() == [1.5, -2.0]
+    bf16 = (np.array([3.140625, -0.5], np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    assert to_float32("BF16", bf16).tolist() == [3.140625, -0.5]
+
+
+def test_lm_head_weight_replaces_tied_wte():
+    """transformers 4.38.2 loads lm_head.weight last into the tied parameter: it wins (golden f16_gelu)."""
+    path = GOLDEN / "models" / "f16_gelu" / "model.safetensors"
+    stored = read_header(path)
+    params = GPT2.from_pretrained(GOLDEN / "models" / "f16_gelu").params
+    np.testing.assert_array_equal(params["wte"], read_tensor(path, stored["lm_head.weight"]).astype(np.float32))
+    assert not np.array_equal(params["wte"], read_tensor(path, stored["transformer.wte.weight"]).astype(np.float32))
+
+
+def test_untied_lm_head_is_kept_separately(tmp_path):
+    tensors = load_file(str(SAVE_PRETRAINED / "model.safetensors"))
+    tensors["lm_head.weight"] = np.ones((128, 32), np.float32)
+    config = json.loads((SAVE_PRETRAINED / "config.json").read_text()) | {"tie_word_embeddings": False}
+    model = GPT2.from_pretrained(copy_model(SAVE_PRETRAINED, tmp_path / "m", tensors, config))
+    assert model.params["lm_head"].sum() == 128 * 32
+    np.testing.assert_array_equal(model.params["wte"], tensors["transformer.wte.weight"])
+    logits = model(np.array([[1, 2]])).logits  # every row of the head is ones: all logits equal
+    np.testing.assert_allclose(logits, logits[..., :1] * np.ones(128, np.float32), rtol=1e-6)
+    del tensors["lm_head.weight"]
+    save_file(tensors, str(tmp_path / "m" / "model.safetensors"))
+    with pytest.raises(ValueError, match="missing tensor 'lm_head.weight'"):
+        GPT2.from_pretrained(tmp_path / "m")
+
+
+def test_missing_tensor_is_named(tmp_path):
+    tensors = load_file(str(SAVE_PRETRAINED / "model.safetensors"))
+    del tensors["transformer.h.1.mlp.c_fc.bias"]
+    d = copy_model(SAVE_PRETRAINED, tmp_path / "m", tensors)
+    with pytest.raises(ValueError, match=r"missing tensor 'h.1.mlp.c_fc.bias' \(expected shape \(128,\)\)"):
+        GPT2.from_pretrained(d)
+
+
+def test_wrong_shape_names_the_tensor_and_both_shapes(tmp_path):
+    tensors = load_file(str(SAVE_PRETRAINED / "model.safetensors"))
+    tensors["transformer.h.0.attn.c_attn.weight"] = tensors["transformer.h.0.attn.c_attn.weight"].T.copy()
+    d = copy_model(SAVE_PRETRAINED, tmp_path / "m", tensors)
+    with pytest.raises(ValueError, match=r"'h.0.attn.c_attn.weight' has shape \(96, 32\), expected \(32, 96\)"):
+        GPT2.from_pretrained(d)
+
+
+def test_unexpected_tensor_warns(tmp_path):
+    tensors = load_file(str(SAVE_PRETRAINED / "model.safetensors"))
+    tensors["transformer.h.0.crossattention.c_attn.weight"] = np.zeros((2, 2), np.float32)
+    d = copy_model(SAVE_PRETRAINED, tmp_path / "m", tensors)
+    with pytest.warns(UserWarning, match="crossattention"):
+        GPT2.from_pretrained(d)
+
+
+def test_truncated_file_is_named(tmp_path):
+    d = copy_model(SAVE_PRETRAINED, tmp_path / "m")
+    path = d / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:-100])  # an interrupted download
+    with pytest.raises(ValueError, match=f"{path}: truncated file: tensor '.*' needs bytes up to"):
+        GPT2.from_pretrained(d)
+    path.write_bytes(b"\x05\x00")
+    with pytest.raises(ValueError, match=f"{path}: not a safetensors file"):
+        GPT2.from_pretrained(d)
+    path.write_bytes(struct.pack("<Q", 10**6) + b"{}")
+    with pytest.raises(ValueError, match=f"{path}: truncated or not a safetensors file"):
+        GPT2.from_pretrained(d)
+    path.write_bytes(struct.pack("<Q", 4) + b"{{{{")
+    with pytest.raises(ValueError, match=f"{path}: not a safetensors file \\(header is not JSON"):
+        GPT2.from_pretrained(d)
+
+
+def test_missing_files_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="model directory not found"):
+        GPT2.from_pretrained(tmp_path / "nowhere")
+    d = copy_model(SAVE_PRETRAINED, tmp_path / "m")
+    (d / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match=f"checkpoint file not found: {d / 'model.safetensors'}"):
+        GPT2.from_pretrained(d)
+    (d / "config.json").unlink()
+    with pytest.raises(FileNotFoundError, match="config file not found"):
+        GPT2.from_pretrained(d)
+
+
+def test_wrong_model_type_is_refused(tmp_path):
+    config = json.loads((SAVE_PRETRAINED / "config.json").read_text()) | {"model_type": "llama"}
+    d = copy_model(SAVE_PRETRAINED, tmp_path / "m", config=config)
+    with pytest.raises(ValueError, match="`model_type` must be 'gpt2'.*'llama'"):
+        GPT2.from_pretrained(d)
+
+
+def test_shipped_tiny_model_loads():
+    model = GPT2.from_pretrained(MODELS / "gpt2-tiny")
+    shapes = expected_shapes(model.config)
+    assert len(shapes) == 2 + 12 * 2 + 2  # wte, wpe; 12 per layer; ln_f weight and bias
+    assert model.params["wte"].shape == (50257, 32) and model.params["wte"].dtype == np.float32
+
+
+def test_nest_walks_dotted_names():
+    flat = {"h.1.attn.c_attn.weight": 1, "h.0.ln_1.bias": 2, "ln_f.weight": 3, "wte.weight": 4}
+    assert nest(flat) == {"h": [{"ln_1": {"bias": 2}}, {"attn": {"c_attn": {"weight": 1}}}],
+                          "ln_f": {"weight": 3}, "wte": 4}

@@ -1,0 +1,263 @@
+"""generate(): golden parity with transformers 4.38.2, argument validation, config plumbing.
+
+Golden files come from ``tools/golden/make_decode_golden.py`` (see its docstring): every case
+replays one ``model.generate(...)`` call of transformers on a tiny random GPT-2 committed under
+``tests/golden/models/decode-*``. Sequences and beam indices must be equal; scores and
+sequences_scores within 1e-4. Sampling cases replay transformers' multinomial draws through the
+``draw=`` hook (torch's random stream cannot be reproduced in NumPy).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import numpy as np
+import pytest
+from conftest import GOLDEN
+
+from refdecode.generate import generate, logits_processors, logits_warpers
+from refdecode.generation_config import GenerationConfig
+from refdecode.gpt2 import GPT2
+from refdecode.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
+from refdecode.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
+from refdecode.testing import TableModel
+
+ATOL = 1e-4
+# some golden cases ask for min_length > max_length on purpose (transformers warns too)
+pytestmark = pytest.mark.filterwarnings("ignore:Unfeasible length constraints:UserWarning")
+
+
+@cache
+def golden(name: str) -> tuple[dict, dict]:
+    with np.load(GOLDEN / name) as z:
+        arrays = {k: z[k] for k in z.files}
+    return json.loads(str(arrays.pop("meta"))), arrays
+
+
+@cache
+def golden_model(name: str) -> GPT2:
+    return GPT2.from_pretrained(GOLDEN / "models" / name)
+
+
+def check(name: str, ours: np.ndarray, ref: np.ndarray, exact: bool) -> None:
+    """Compare, printing max abs diff and first values on failure (as llm.c's check_tensor)."""
+    ours, ref = np.asarray(ours), np.asarray(ref)
+    assert ours.shape == ref.shape, f"{name}: shape {ours.shape} != golden {ref.shape}"
+    if exact:
+        assert np.array_equal(ours, ref), f"{name}: differs\n ours={ours.tolist()}\n gold={ref.tolist()}"
+        return
+    finite = np.isfinite(ref)
+    assert np.array_equal(np.isfinite(ours), finite) and np.array_equal(ours[~finite], ref[~finite]), \
+        f"{name}: non-finite entries differ"
+    diff = np.abs(ours[finite].astype(np.float64) - ref[finite]) if finite.any() else np.zeros(1)
+    assert diff.max() <= ATOL, (f"{name}: max abs diff {diff.max():.3g} > {ATOL}\n ours={ours.ravel()[:6]}\n"
+                                f" gold={ref.ravel()[:6]}")
+
+
+def check_scores(cid: str, scores: tuple, arrays: dict) -> None:
+    s = np.stack(scores)                                                   # (S, N, V)
+    assert s.dtype == np.float32
+    ids = arrays[f"{cid}/top_ids"].astype(np.int64)
+    assert s.shape[:2] == ids.shape[:2], f"{cid}: {s.shape[:2]} steps/rows != golden {ids.shape[:2]}"
+    check(f"{cid} scores (golden top-8)", np.take_along_axis(s, ids, axis=-1), arrays[f"{cid}/top_values"], False)
+    check(f"{cid} max score", s.max(axis=-1), arrays[f"{cid}/top_values"][..., 0], False)
+    check(f"{cid} number of -inf", np.isneginf(s).sum(axis=-1), arrays[f"{cid}/n_neginf"], True)
+    finite_sum = np.where(np.isfinite(s), s, 0.0).astype(np.float64).sum(axis=-1)
+    np.testing.assert_allclose(finite_sum, arrays[f"{cid}/finite_sum"], atol=2e-3, err_msg=f"{cid} finite sum")
+    if f"{cid}/scores" in arrays:
+        check(f"{cid} full scores", s, arrays[f"{cid}/scores"], False)
+
+
+def replay(arrays: dict, cid: str, n_draws: int):
+    """A draw function returning transformers' recorded multinomial outputs, in order."""
+    draws = [arrays[f"{cid}/draw{i:02d}"].astype(np.int64) for i in range(n_draws)]
+
+    def draw(probs, num_samples, replacement, rng):
+        assert draws, "more draws than transformers made"
+        d = draws.pop(0)
+        assert d.shape == (probs.shape[0], num_samples)
+        assert (np.take_along_axis(probs, d, axis=1) > 0).all(), "replayed token has zero probability here"
+        return d
+    draw.remaining = draws
+    return draw
+
+
+def run_golden(file: str, cid: str) -> None:
+    meta, arrays = golden(file)
+    case = next(c for c in meta["cases"] if c["id"] == cid)
+    model = golden_model(case["model"])
+    ids = arrays[f"{cid}/input_ids"].astype(np.int64)
+    mask = arrays[f"{cid}/attention_mask"].astype(np.int64) if case["attention_mask"] else None
+    draw = replay(arrays, cid, case["n_draws"]) if case["n_draws"] else None
+    out = generate(model, ids, attention_mask=mask, draw=draw, **case["kwargs"])
+    if draw is not None:
+        assert not draw.remaining, "fewer draws than transformers made"
+    check(f"{cid} sequences", out.sequences, arrays[f"{cid}/sequences"], True)
+    assert out.sequences.dtype == np.int64
+    if f"{cid}/beam_indices" in arrays:
+        check(f"{cid} beam_indices", out.beam_indices, arrays[f"{cid}/beam_indices"], True)
+    elif hasattr(out, "beam_indices"):
+        assert out.beam_indices is None
+    if f"{cid}/sequences_scores" in arrays:
+        check(f"{cid} sequences_scores", out.sequences_scores, arrays[f"{cid}/sequences_scores"], False)
+    if f"{cid}/top_ids" in arrays:
+        check_scores(cid, out.scores, arrays)
+    else:
+        assert out.scores is None
+
+
+def case_ids(file: str, *modes: str) -> list[str]:
+    meta, _ = golden(file)
+    return [c["id"] for c in meta["cases"] if c["mode"] in modes]
+
+
+def test_golden_meta_and_counts():
+    """The files say how to regenerate them, and hold >= 100 greedy + beam + group beam cases."""
+    meta, _ = golden("decode_search.npz")
+    assert meta["format_version"] == 1 and meta["transformers"] == "4.38.2"
+    assert "make_decode_golden" in meta["regenerate"]
+    assert len(case_ids("decode_search.npz", "greedy_search", "beam_search", "group_beam_search")) >= 100
+
+
+@pytest.mark.parametrize("cid", case_ids("decode_search.npz", "greedy_search"))
+def test_golden_greedy(cid):
+    run_golden("decode_search.npz", cid)
+
+
+@pytest.mark.parametrize("cid", case_ids("decode_search.npz", "beam_search"))
+def test_golden_beam_search(cid):
+    run_golden("decode_search.npz", cid)
+
+
+@pytest.mark.parametrize("cid", case_ids("decode_search.npz", "group_beam_search"))
+def test_golden_group_beam_search(cid):
+    run_golden("decode_search.npz", cid)
+
+
+@pytest.mark.parametrize("cid", case_ids("decode_sampling.npz", "sample", "beam_sample"))
+def test_golden_sampling_replay(cid):
+    run_golden("decode_sampling.npz", cid)
+
+
+# ---- validation: ValueError naming the argument
+
+TINY = TableModel(np.random.default_rng(3).standard_normal((10, 10)).astype(np.float32), noise=0.3,
+                  n_positions=12, eos_token_id=9)
+PROMPT = np.array([[1, 2, 3]])
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(num_beams=0), "num_beams"),
+    (dict(num_beams=4, num_beam_groups=3, diversity_penalty=1.0), "num_beam_groups"),
+    (dict(num_beams=2, num_return_sequences=3), "num_return_sequences"),
+    (dict(do_sample=True, temperature=0.0), "temperature"),
+    (dict(do_sample=True, temperature=-1.0), "temperature"),
+    (dict(max_new_tokens=10), "max_new_tokens"),
+    (dict(max_length=13), "max_length"),
+    (dict(max_length=3), "max_length"),
+    (dict(eos_token_id=10), "eos_token_id"),
+    (dict(pad_token_id=12), "pad_token_id"),
+    (dict(max_new_token=3), "max_new_token"),
+    (dict(do_sample=True, top_k=-1), "top_k"),
+    (dict(do_sample=True, top_p=1.5), "top_p"),
+])
+def test_invalid_generation_arguments(kwargs, name):
+    kwargs = {"max_new_tokens": 2, **kwargs} if "max_length" not in kwargs else kwargs
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        generate(TINY, PROMPT, **kwargs)
+
+
+@pytest.mark.parametrize("ids, mask, name", [
+    (np.array([[1, 10]]), None, "input_ids"), (np.array([[-1, 2]]), None, "input_ids"),
+    (np.array([[1.0, 2.0]]), None, "input_ids"), (np.array([1, 2]), None, "input_ids"),
+    (np.array([[1, 2]]), np.array([[1, 1, 1]]), "attention_mask"),
+    (np.array([[1, 2]]), np.array([[1, 2]]), "attention_mask"),
+])
+def test_invalid_inputs(ids, mask, name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        generate(TINY, ids, attention_mask=mask, max_new_tokens=2)
+
+
+def test_nan_scores_while_sampling():
+    with pytest.raises(ValueError, match="NaN"):
+        generate(TINY, PROMPT, do_sample=True, seed=0, max_new_tokens=2,
+                 logits_processor=[lambda ids, s, **kw: np.full_like(s, np.nan)])
+
+
+def test_duplicate_processor_type_raises_and_custom_processors_come_last():
+    cfg = GenerationConfig(repetition_penalty=1.2, no_repeat_ngram_size=2, min_length=5, eos_token_id=9,
+                           min_new_tokens=2, num_beams=4, num_beam_groups=2, diversity_penalty=1.0)
+    names = [type(p).__name__ for p in logits_processors(cfg, 3, [lambda i, s, **kw: s])]
+    assert names == ["HammingDiversityLogitsProcessor", "RepetitionPenaltyLogitsProcessor",
+                     "NoRepeatNGramLogitsProcessor", "MinLengthLogitsProcessor",
+                     "MinNewTokensLengthLogitsProcessor", "function"]
+    with pytest.raises(ValueError, match="custom logits processor"):
+        generate(TINY, PROMPT, repetition_penalty=1.2, max_new_tokens=2,
+                 logits_processor=LogitsProcessorList([RepetitionPenaltyLogitsProcessor(1.5)]))
+    with pytest.raises(ValueError, match="custom stopping criteria"):
+        generate(TINY, PROMPT, max_new_tokens=2, stopping_criteria=StoppingCriteriaList([MaxLengthCriteria(4)]))
+
+
+def test_warpers_order_and_min_tokens_to_keep():
+    """temperature -> top-k -> top-p; beam methods keep len(eos)+1 (2 for an int eos); top_k=50 by default."""
+    warpers = logits_warpers(GenerationConfig(do_sample=True, temperature=0.5, top_p=0.9))
+    assert [type(w).__name__ for w in warpers] == ["TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper"]
+    assert warpers[1].top_k == 50
+    beam = logits_warpers(GenerationConfig(do_sample=True, num_beams=2, top_k=1, eos_token_id=[1, 2, 3]))
+    assert beam[0].top_k == 4          # max(top_k, min_tokens_to_keep = 3 + 1)
+    assert logits_warpers(GenerationConfig(do_sample=True, num_beams=2, top_k=1, eos_token_id=1))[0].top_k == 2
+    assert logits_warpers(GenerationConfig(do_sample=True, top_k=0)) == []
+
+
+def test_pad_defaults_to_eos_and_mask_inferred_only_when_pad_is_not_eos():
+    """With pad = eos (GPT-2) a left-padded prompt without a mask attends to its padding (4.38.2)."""
+    ids = np.array([[9, 9, 4], [1, 2, 3]])
+    seen = []
+
+    class Spy(TableModel):
+        def __call__(self, input_ids, attention_mask=None, **kw):
+            seen.append(None if attention_mask is None else attention_mask.copy())
+            return super().__call__(input_ids, attention_mask=attention_mask, **kw)
+    spy = Spy(TINY.table, noise=0.3, n_positions=12, eos_token_id=9)
+    generate(spy, ids, max_new_tokens=1)
+    assert seen[0].tolist() == [[1, 1, 1], [1, 1, 1]]
+    generate(spy, ids, max_new_tokens=1, pad_token_id=9, eos_token_id=8)
+    assert seen[-1].tolist() == [[0, 0, 1], [1, 1, 1]]
+
+
+def test_expansion_prefills_each_prompt_once():
+    model = TableModel(TINY.table, noise=0.3, n_positions=12, eos_token_id=9)
+    out = generate(model, np.array([[1, 2], [3, 4]]), num_beams=3, num_return_sequences=2, max_new_tokens=3)
+    assert model.calls[0] == (2, 2) and all(c == (6, 1) for c in model.calls[1:])
+    assert out.shape[0] == 4
+    model.calls.clear()
+    out = generate(model, np.array([[1, 2]]), do_sample=True, num_return_sequences=3, max_new_tokens=3, seed=0)
+    assert model.calls[0] == (1, 2) and out.shape == (3, 5)
+
+
+def test_same_seed_same_output_for_sampling_modes():
+    for kw in (dict(do_sample=True), dict(do_sample=True, num_beams=3, num_return_sequences=2)):
+        a = generate(TINY, PROMPT, max_new_tokens=5, seed=11, **kw)
+        np.testing.assert_array_equal(a, generate(TINY, PROMPT, max_new_tokens=5, rng=np.random.default_rng(11), **kw))
+
+
+def test_generation_config_argument_and_kwargs_override():
+    cfg = GenerationConfig(max_new_tokens=2, eos_token_id=9)
+    assert generate(TINY, PROMPT, generation_config=cfg).shape == (1, 5)
+    assert generate(TINY, PROMPT, generation_config=cfg, max_new_tokens=4).shape[1] <= 7
+    assert cfg.max_new_tokens == 2 and cfg.pad_token_id is None      # the caller's config is not modified
+
+
+def test_default_max_length_20_counts_the_prompt():
+    model = TableModel(TINY.table, n_positions=64, eos_token_id=None)
+    assert generate(model, PROMPT).shape == (1, 20)
+    assert generate(model, PROMPT, max_new_tokens=4).shape == (1, 7)
+
+
+def test_max_time_and_output_logits():
+    model = TableModel(TINY.table, n_positions=64, eos_token_id=None)
+    assert generate(model, PROMPT, max_time=0.0, max_new_tokens=10).shape == (1, 4)   # elapsed > 0 after a step
+    out = generate(model, PROMPT, max_new_tokens=3, output_logits=True, return_dict_in_generate=True)
+    assert len(out.logits) == 3 and out.scores is None
+    np.testing.assert_array_equal(out.logits[0], TINY.table[[3]])   # raw logits of the last prompt token

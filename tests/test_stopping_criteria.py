@@ -1,0 +1,89 @@
+"""Stopping criteria (4.38.2: one bool for the whole batch) and the eos bookkeeping of greedy/sample."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from refdecode.greedy import greedy_search
+from refdecode.stopping_criteria import (
+    MaxLengthCriteria,
+    MaxNewTokensCriteria,
+    MaxTimeCriteria,
+    StoppingCriteria,
+    StoppingCriteriaList,
+    pad_finished_rows,
+    update_unfinished,
+    validate_stopping_criteria,
+)
+from refdecode.testing import TableModel
+
+IDS3 = np.zeros((2, 3), dtype=np.int64)
+
+
+def test_max_length_counts_the_prompt_and_uses_ge():
+    assert MaxLengthCriteria(3)(IDS3, None) is True
+    assert MaxLengthCriteria(4)(IDS3, None) is False
+
+
+def test_max_length_warns_past_max_position_embeddings():
+    with pytest.warns(UserWarning, match="maximum length"):
+        assert MaxLengthCriteria(10, max_position_embeddings=3)(IDS3, None) is False
+
+
+def test_max_new_tokens_is_deprecated_and_sets_max_length():
+    with pytest.warns(FutureWarning, match="deprecated"):
+        c = MaxNewTokensCriteria(start_length=1, max_new_tokens=2)
+    assert c.max_length == 3 and c(IDS3, None) is True
+
+
+def test_max_time_uses_initial_timestamp():
+    assert MaxTimeCriteria(max_time=10.0, initial_timestamp=time.time() - 11)(IDS3, None) is True
+    assert MaxTimeCriteria(max_time=10.0)(IDS3, None) is False
+
+
+def test_list_returns_one_bool_for_the_batch_and_finds_max_length():
+    """4.38 returns a single bool (4.39 switched to one per row, #29056)."""
+    criteria = StoppingCriteriaList([MaxTimeCriteria(100.0), MaxLengthCriteria(3)])
+    assert criteria(IDS3, None) is True
+    assert criteria.max_length == 3
+    assert StoppingCriteriaList([MaxTimeCriteria(1.0)]).max_length is None
+
+
+def test_base_class_is_abstract():
+    with pytest.raises(NotImplementedError):
+        StoppingCriteria()(IDS3, None)
+
+
+def test_validate_adds_max_length_once():
+    assert validate_stopping_criteria(StoppingCriteriaList(), 5).max_length == 5
+    with pytest.warns(UserWarning, match="different `max_length`"):
+        assert validate_stopping_criteria(StoppingCriteriaList([MaxLengthCriteria(4)]), 5).max_length == 4
+
+
+def test_pad_and_unfinished_helpers():
+    assert pad_finished_rows(np.array([3, 4, 5]), np.array([1, 0, 1]), 7).tolist() == [3, 7, 5]
+    assert update_unfinished(np.array([1, 1, 1]), np.array([2, 8, 3]), [8, 3]).tolist() == [1, 0, 0]
+
+
+class Recording(StoppingCriteria):
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, input_ids, scores, **kwargs):
+        self.seen.append((input_ids.shape[1], None if scores is None else len(scores)))
+        return False
+
+
+def test_criteria_receive_scores_only_with_output_scores():
+    """The scores tuple is None unless return_dict_in_generate and output_scores (4.38.2)."""
+    model = TableModel(np.eye(3, dtype=np.float32)[[1, 2, 0]])
+    rec = Recording()
+    greedy_search(model, np.array([[0]]), stopping_criteria=[rec, MaxLengthCriteria(3)])
+    assert rec.seen == [(2, None), (3, None)]
+    rec = Recording()
+    greedy_search(model, np.array([[0]]), stopping_criteria=[rec, MaxLengthCriteria(3)], output_scores=True,
+                  return_dict_in_generate=True)
+    assert rec.seen == [(2, 1), (3, 2)]
