@@ -15,6 +15,7 @@ floats here, the length penalty is applied in float64, and ``finalize`` returns 
 
 where ``cur_len`` counts the eos token although the stored hypothesis does not contain it
 (#8722), and :math:`\alpha` is ``length_penalty`` (1.0 by default, which is not neutral: 0 is).
+Docs: docs/beam-search.md (document 000's length-penalty examples eg1-eg3 computed with this code).
 """
 
 from __future__ import annotations

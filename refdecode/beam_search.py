@@ -26,6 +26,8 @@ step (not :math:`c`).
   :math:`\mathrm{softmax}_{k,v}(c_{b,k,v})` without replacement and sorted by :math:`c`,
   descending (ties: draw order, a stable sort; ``torch.sort`` is not stable). Always 2K, whatever
   the number of eos ids.
+
+Docs: docs/beam-search.md (with the scorer, length penalty and early stopping) and docs/beam-sample.md.
 """
 
 from __future__ import annotations

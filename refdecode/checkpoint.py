@@ -17,10 +17,15 @@ tensors and shapes to expect); out comes a nested dict that :func:`refdecode.gpt
 The file format (https://github.com/huggingface/safetensors): 8 bytes little-endian u64 N, N bytes of
 JSON ``{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}``, then the raw
 little-endian tensor bytes, offsets relative to byte 8 + N. It is parsed here directly (a dozen lines)
-so that the tensors can be memory-mapped: with ``mmap=True`` an F32 tensor is a read-only view of the
-mapped file (no copy, loading takes milliseconds, pages are read on first use and shared between
-processes); with ``mmap=False`` each tensor is read into its own array. F16 and BF16 tensors are upcast
-to float32 one tensor at a time, so two full copies of the weights never exist at once.
+so that each tensor is read on its own: with ``mmap=False`` (the default) each tensor is read into its
+own array; with ``mmap=True`` an F32 tensor is a read-only view of the memory-mapped file (no copy,
+loading takes milliseconds, pages are read on first use and shared between processes). F16 and BF16
+tensors are upcast to float32 one tensor at a time, so two full copies of the weights never exist at once.
+
+Why reading is the default: decoding GPT-2 124M streams all 500 MB of weights every step, and
+measurements with ``benchmarks/bench_model.py`` (1 thread) gave ~10% more tokens/s with
+weights in anonymous memory (NumPy asks the kernel for transparent huge pages there; page-cache
+pages of a mapped file are 4 kB), for ~0.4 s more load time (from the page cache).
 
 Two layouts are found in the wild and both are accepted:
 
@@ -119,11 +124,11 @@ def read_header(path: str | Path) -> dict[str, TensorInfo]:
     return tensors
 
 
-def read_tensor(path: str | Path, info: TensorInfo, mmap: bool = True) -> np.ndarray:
+def read_tensor(path: str | Path, info: TensorInfo, mmap: bool = False) -> np.ndarray:
     """One tensor in its stored dtype (BF16 as uint16) and shape.
 
-    ``mmap=True``: a read-only view of the memory-mapped file (no copy; pages are read on first use).
     ``mmap=False``: read into a new array (one copy, in anonymous memory).
+    ``mmap=True``: a read-only view of the memory-mapped file (no copy; pages are read on first use).
     """
     dtype = _DTYPES[info.dtype]
     if info.nbytes == 0:
@@ -179,13 +184,13 @@ def expected_shapes(config: GPT2Config) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def load_params(path: str | Path, config: GPT2Config, mmap: bool = True) -> dict[str, Any]:
+def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dict[str, Any]:
     """Read ``model.safetensors`` (either layout) into the nested float32 parameter dict described above.
 
     Args:
         path: the ``model.safetensors`` file.
         config: says which tensors and shapes to expect.
-        mmap: F32 tensors become views of the memory-mapped file (True) or are read into memory (False).
+        mmap: F32 tensors are read into memory (False) or become views of the memory-mapped file (True).
 
     Raises:
         FileNotFoundError: the file does not exist.

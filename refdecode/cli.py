@@ -21,7 +21,7 @@ from .gpt2 import GPT2
 from .tokenizer import Tokenizer
 
 #: The shipped model the command uses unless ``--model`` names another directory.
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "gpt2-tiny"
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "tiny-shakespeare"
 
 # (flag, GenerationConfig field, type)
 _OPTIONS = [

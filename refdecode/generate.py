@@ -107,6 +107,9 @@ def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = N
     1. HammingDiversity (``diversity_penalty > 0``)  2. RepetitionPenalty (``!= 1.0``)
     3. NoRepeatNGram (``> 0``)  4. MinLength (``min_length > 0`` and an eos)
     5. MinNewTokensLength (``min_new_tokens > 0`` and an eos; counts from ``prompt_len``).
+
+    Each is explained in docs/group-beam-search.md, docs/repetition-penalty.md,
+    docs/no-repeat-ngram.md and docs/min-length.md.
     """
     procs: list = []
     if config.diversity_penalty is not None and config.diversity_penalty > 0.0:
@@ -129,7 +132,8 @@ def logits_warpers(config: GenerationConfig) -> LogitsProcessorList:
 
     ``min_tokens_to_keep`` is 1, or for beam methods ``len(eos list) + 1`` (2 when eos is an int),
     so that a non-eos continuation always survives. ``top_k=50`` is the default and applies
-    whenever sampling (#38549); ``top_k=0`` or None switches it off.
+    whenever sampling (#38549); ``top_k=0`` or None switches it off. See docs/temperature.md,
+    docs/top-k.md and docs/top-p.md.
     """
     if config.num_beams > 1:
         keep = len(config.eos_token_id) + 1 if isinstance(config.eos_token_id, list) else 2

@@ -8,6 +8,7 @@ Fields refdecode does not implement (contrastive search, constraints, typical/ep
 sampling, forced tokens, ...) exist so that a transformers ``generation_config.json`` loads, but
 they are accepted only where transformers would ignore them (their defaults, or a value the
 4.38.2 code treats as "off"); anything else raises a ``ValueError`` naming the field.
+Docs: docs/generate.md.
 
 >>> cfg = GenerationConfig(num_beams=4, num_return_sequences=2)
 >>> generation_mode(cfg), cfg.max_length, cfg.top_k

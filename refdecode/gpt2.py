@@ -257,11 +257,12 @@ class GPT2:
         self.params = params
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, mmap: bool = True) -> GPT2:
+    def from_pretrained(cls, path: str | Path, mmap: bool = False) -> GPT2:
         """Load ``path/config.json`` and ``path/model.safetensors`` (local files only; nothing is downloaded).
 
-        ``mmap``: float32 weights are read-only views of the memory-mapped file (True: loading is
-        instant and the OS shares the pages) or are read into memory (False). See :mod:`refdecode.checkpoint`.
+        ``mmap``: read the weights into memory (False, faster decoding) or use read-only views of the
+        memory-mapped file (True: instant loading, pages shared between processes). See
+        :mod:`refdecode.checkpoint`.
         """
         path = Path(path)
         if not path.is_dir():

@@ -12,6 +12,7 @@ receives ``pad_token_id`` at every later step (the 4.38 "pad step"; the loop kee
 the other rows), and the loop ends when every row is finished or a stopping criterion fires.
 
 This module also holds the argument defaults shared by all loops (:func:`loop_defaults`).
+Docs: docs/greedy.md.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ an eos hypothesis of group g > 0 gets the history of group 0's row, already exte
 or prompt-major (``finalize``: row ``b*K + g*K/G + j``, which is another row when B > 1 and
 G > 1). The recorded indices are rows *within the group* (``b*K/G + j``), not rows of the batch.
 Sequences and scores are not affected.
+
+Docs: docs/group-beam-search.md.
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ The sampling-only warpers (temperature -> top-k -> top-p) run after all processo
 ``logits_warp.py``. Source documents: 000 (transformers 4.26.1 walk-through: "LogitsProcessorList",
 "MinLengthLogitsProcessor", "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor",
 "HammingDiversityLogitsProcessor") and 004 ("apply_repetition_penalty").
+
+Docs: docs/processors.md, then one page per processor (docs/repetition-penalty.md,
+docs/no-repeat-ngram.md, docs/min-length.md, docs/group-beam-search.md for the Hamming penalty).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ Order matters: top-p after temperature measures mass under the tempered distribu
 top-k only among the k survivors.
 
 Three top-p rules are written out side by side (see :func:`top_p_warp`,
-:func:`llama_top_p_probs` from source document 001, :func:`shifted_top_p_warp` from document 004).
+:func:`llama_top_p_probs` from source document 001, :func:`shifted_top_p_warp` from document 004;
+compared on both documents' examples in docs/top-p.md).
 In exact arithmetic they all keep "the most probable tokens until their mass reaches p", but they
 differ on the boundary: transformers drops a token when the mass of the tokens before it is
 exactly p; the other two keep it. They also sum in opposite directions (transformers from the

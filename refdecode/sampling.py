@@ -9,6 +9,7 @@ act on the **raw logits**; ``scores`` records the warped scores (``-inf`` where 
 The draw goes through ``draw`` (default :func:`refdecode.sampling_draw.multinomial`) with the
 ``np.random.Generator`` ``rng`` (or ``np.random.default_rng(seed)``): same seed, same tokens.
 Finished rows get ``pad_token_id``, as in greedy search. ``top_k=1`` gives greedy search's tokens.
+Docs: docs/sampling.md; the warpers: docs/temperature.md, docs/top-k.md, docs/top-p.md.
 """
 
 from __future__ import annotations

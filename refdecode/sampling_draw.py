@@ -15,7 +15,7 @@ Inverse-CDF sampling, one uniform per draw:
 Without replacement (what beam sample asks for: 2K distinct candidates), a drawn index has its
 probability set to zero and the row is renormalised before the next draw; this is sequential
 sampling without replacement, the same distribution ``torch.multinomial(replacement=False)``
-samples from.
+samples from. How a port uses ``draw=`` to compare against refdecode: docs/golden-reference.md.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ The end-of-sequence token is *not* a criterion in 4.38 (``EosTokenCriteria`` arr
 greedy and sample keep an ``unfinished`` flag per row; once a row has emitted an eos token every
 later token of that row is replaced by ``pad_token_id`` (:func:`pad_finished_rows`), and the loop
 ends when every row is finished or a criterion says stop. Beam loops stop when the beam scorer is
-done or a criterion says stop.
+done or a criterion says stop. Docs: docs/stopping.md.
 
 >>> criteria = StoppingCriteriaList([MaxLengthCriteria(max_length=4)])
 >>> criteria(np.zeros((2, 3), dtype=np.int64), None), criteria(np.zeros((2, 4), dtype=np.int64), None)

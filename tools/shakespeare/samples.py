@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODEL = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "models" / "tiny-shakespeare"
 SEED = 0
 PROMPTS = ["ROMEO:\n", "JULIET:\nO Romeo, Romeo!"]
-NEW = 60
+NEW = 60  # max_new_tokens unless the strategy sets its own
 # (title, generate kwargs, deterministic?)
 STRATEGIES = [
     ("Greedy", dict(do_sample=False, num_beams=1), True),
@@ -33,8 +33,9 @@ STRATEGIES = [
     ("Beam search, 4 beams, no_repeat_ngram_size=3", dict(do_sample=False, num_beams=4, no_repeat_ngram_size=3), True),
     ("Sampling, temperature 0.8, top-k 50", dict(do_sample=True, temperature=0.8, top_k=50), False),
     ("Sampling, top-p 0.9 (top_k=0)", dict(do_sample=True, top_p=0.9, top_k=0), False),
-    ("Group beam search, 4 beams in 2 groups, diversity_penalty 1.0, 2 returned",
-     dict(do_sample=False, num_beams=4, num_beam_groups=2, diversity_penalty=1.0, num_return_sequences=2), True),
+    ("Group beam search, 4 groups of 1 beam, diversity_penalty 1.0, all 4 returned",
+     dict(do_sample=False, num_beams=4, num_beam_groups=4, diversity_penalty=1.0, num_return_sequences=4,
+          max_new_tokens=40), True),
 ]
 
 
@@ -64,18 +65,18 @@ def main() -> None:
     hf = GPT2LMHeadModel.from_pretrained(MODEL, local_files_only=True).eval()
     ours = refdecode_generate()
     for title, kw, deterministic in STRATEGIES:
-        print(f"### {title}\n\n`{', '.join(f'{k}={v}' for k, v in kw.items())}, max_new_tokens={NEW}`\n")
+        kw = {"max_new_tokens": NEW, **kw}
+        print(f"### {title}\n\n`{', '.join(f'{k}={v}' for k, v in kw.items())}`\n")
         for prompt in PROMPTS:
             ids = torch.tensor([tok.encode(prompt).ids])
             torch.manual_seed(SEED)
             with torch.no_grad():
-                out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW, pad_token_id=50256,
-                                  **kw).numpy()
+                out = hf.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=50256, **kw).numpy()
             if ours is None:
                 print(block(tok, out))
                 continue
             extra = {} if deterministic else {"seed": SEED}
-            mine = np.asarray(ours(ids.numpy(), max_new_tokens=NEW, pad_token_id=50256, **kw, **extra))
+            mine = np.asarray(ours(ids.numpy(), pad_token_id=50256, **kw, **extra))
             if deterministic:
                 assert np.array_equal(mine, out), f"{title} / {prompt!r}: refdecode {mine} != transformers {out}"
                 print("transformers 4.38.2 and refdecode (identical token ids):\n")
