@@ -29,6 +29,7 @@ import numpy as np
 
 from .checkpoint import load_params
 from .config import GPT2Config
+from .generation_config import GenerationConfig
 from .kv_cache import KVCache
 from .numerics import ACT2FN, softmax
 
@@ -252,9 +253,13 @@ class GPT2:
     ((1, 1, 50257), 3)
     """
 
-    def __init__(self, config: GPT2Config, params: dict[str, Any]) -> None:
+    def __init__(self, config: GPT2Config, params: dict[str, Any],
+                 generation_config: GenerationConfig | None = None) -> None:
         self.config = config
         self.params = params
+        # generate()'s defaults, as transformers' ``model.generation_config``: the checkpoint's
+        # generation_config.json when it has one, else the generation fields of config.json.
+        self.generation_config = generation_config or GenerationConfig.from_model_config(config)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, mmap: bool = False) -> GPT2:
@@ -268,7 +273,9 @@ class GPT2:
         if not path.is_dir():
             raise FileNotFoundError(f"model directory not found: {path}")
         config = GPT2Config.from_json_file(path / "config.json")
-        return cls(config, load_params(path / "model.safetensors", config, mmap=mmap))
+        gen_path = path / "generation_config.json"
+        generation_config = GenerationConfig.from_json_file(gen_path) if gen_path.exists() else None
+        return cls(config, load_params(path / "model.safetensors", config, mmap=mmap), generation_config)
 
     def new_cache(self, batch_size: int, capacity: int) -> KVCache:
         """An empty KVCache for ``batch_size`` rows with room for ``capacity`` tokens (grows if exceeded)."""

@@ -52,8 +52,11 @@ def gelu_new(x: np.ndarray) -> np.ndarray:
     r"""GPT-2's tanh approximation of GELU (transformers' ``NewGELUActivation``, "gelu_new").
 
     .. math:: \tfrac12 x \left(1 + \tanh\!\left(\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right)\right)
+
+    ``x * x * x`` rather than ``x**3``: NumPy's float power is ~20x slower and this runs on every
+    MLP activation of every step.
     """
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * (x * x * x))))
 
 
 def _erf(x: np.ndarray) -> np.ndarray:

@@ -272,3 +272,20 @@ def test_inputs_are_not_mutated(tiny):
 def test_config_is_the_loaded_one(tiny):
     assert isinstance(tiny.config, GPT2Config)
     assert (tiny.config.vocab_size, tiny.config.n_positions, tiny.config.eos_token_id) == (50257, 256, 50256)
+
+
+def test_from_pretrained_reads_generation_config_like_transformers(tmp_path):
+    """generate()'s defaults come from the checkpoint's generation_config.json, as transformers'
+    ``model.generation_config``; without the file, from config.json's bos/eos (``from_model_config``).
+    Guards against generate(model, ids) stopping at a different default length than transformers."""
+    import shutil
+
+    src = MODELS / "gpt2-tiny"
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(src / name, tmp_path / name)
+    without = GPT2.from_pretrained(tmp_path).generation_config
+    assert (without.max_length, without.eos_token_id, without.bos_token_id) == (20, 50256, 50256)
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": 50256, "max_length": 7,
+                                                                  "pad_token_id": 50256}))
+    with_file = GPT2.from_pretrained(tmp_path).generation_config
+    assert (with_file.max_length, with_file.pad_token_id) == (7, 50256)

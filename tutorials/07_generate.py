@@ -132,15 +132,16 @@ for b, text in enumerate(texts):
 # %% [markdown]
 # ## 5. Configs: from the model directory, validated once  `# NEW`
 #
-# `GenerationConfig.from_pretrained(dir)` reads `generation_config.json`. transformers'
-# `from_pretrained` loads it into `model.generation_config` by itself; `GPT2.from_pretrained` does
-# not, so pass it as `generation_config=` (or set `model.generation_config = config`: `generate`
-# then uses it as the default, as transformers does). Bad values raise `ValueError` naming the field
+# `GenerationConfig.from_pretrained(dir)` reads `generation_config.json`. Like transformers'
+# `from_pretrained`, `GPT2.from_pretrained` loads that file into `model.generation_config`, which
+# `generate` uses as its defaults; `generation_config=` replaces it for one call and keyword
+# arguments override single fields. Bad values raise `ValueError` naming the field
 # (transformers often only warns, then fails later).
 
 # %%
 config = GenerationConfig.from_pretrained(model_dir())
-print(config.eos_token_id, config.max_length)     # -> 50256 256 (tiny-shakespeare's file sets max_length=256)
+print(config.eos_token_id, config.max_length)     # -> 50256 20 (the file sets only the special ids)
+assert config == model.generation_config          # NEW: loaded with the model, as in transformers
 out = generate(model, prompt, generation_config=config, max_new_tokens=N)   # kwargs override the config
 assert out.shape[1] <= T + N
 try:

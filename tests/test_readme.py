@@ -1,0 +1,31 @@
+"""The README's example and commands stay true: the python block runs, and CI runs the README's commands."""
+
+from __future__ import annotations
+
+import re
+import runpy
+
+from conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_example_runs(tmp_path, monkeypatch, capsys):
+    """Guards against an example that no longer matches the API (the one most readers copy first)."""
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+    assert len(blocks) == 1
+    script = tmp_path / "readme_example.py"
+    script.write_text(blocks[0], encoding="utf-8")
+    monkeypatch.chdir(ROOT)
+    runpy.run_path(str(script), run_name="__main__")
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if re.match(r"^-?\d+\.\d{3} ", ln)]
+    assert [ln.split(" ", 1)[1].split(":")[0] for ln in lines] == ["ROMEO", "JULIET"]
+
+
+def test_readme_shows_two_setup_commands_that_ci_runs():
+    bash = re.findall(r"```bash\n(.*?)```", README.split("## Set up")[1].split("##")[0], flags=re.S)
+    assert len(bash) == 2, "the README shows exactly two set-up commands"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert bash[1].strip() in ci, "CI runs the README's test command as written"
+    main_cmd = bash[0].strip().rsplit("&&", 1)[1].strip()  # `.venv/bin/refdecode "ROMEO:"`
+    assert main_cmd in ci, "CI runs the README's main command"
