@@ -164,9 +164,13 @@ class KVCache:
         if B and (beam_idx.min() < 0 or beam_idx.max() >= B):
             raise ValueError(f"`beam_idx` values must be in [0, {B}), got {beam_idx.tolist()}")
         S = self.length
+        moved = np.flatnonzero(beam_idx != np.arange(B))  # rows that keep their own history need no copy
+        if moved.size == 0:
+            return
+        src = beam_idx[moved]
         for store in (self._k, self._v):
             for arr in store:
-                arr[:, :, :S] = arr[beam_idx, :, :S]  # gather (a copy) then write: order-safe
+                arr[moved, :, :S] = arr[src, :, :S]  # gather (a copy) then write: order-safe
 
     def expand(self, num_beams: int) -> KVCache:
         """A NEW cache with each row repeated ``num_beams`` times consecutively (``repeat_interleave``).

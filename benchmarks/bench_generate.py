@@ -1,0 +1,259 @@
+"""refdecode.generate vs the newest transformers generate, GPT-2-124M-shaped, same run, alternating rounds.
+
+Not a test. Needs the ``bench`` extra (torch 2.13.0 CPU, transformers 5.x, psutil) in its own venv; from the
+repository root::
+
+    python3 -m venv .venv-bench
+    .venv-bench/bin/pip install torch==2.13.0 && .venv-bench/bin/pip install -e ".[bench]"
+    .venv-bench/bin/python benchmarks/bench_generate.py [--rounds 3] [--threads 2]
+
+What it does:
+
+1) Creates ``benchmarks/_checkpoints/gpt2-124m-random/`` once (gitignored): transformers' ``GPT2LMHeadModel``
+   with the default ``GPT2Config`` (124M parameters), random init, float32 safetensors, then reads the file
+   once so both libraries load it from the page cache.
+2) Starts one worker process per library (``bench_generate.py --worker refdecode|transformers``), so each
+   library's peak RSS is its own. Each worker loads the model (load time), then answers commands on stdin
+   with one JSON line each. Threads: ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=2`` and ``torch.set_num_threads(2)``.
+3) Modes, batch 1, prompt 32 random token ids, exactly 64 new tokens (``min_new_tokens = max_new_tokens = 64``):
+   greedy; sampling (top_k=50, top_p=0.9, temperature=0.8); beam search with 4 beams; and prefill: a 512-token
+   prompt and one new token (time to first token; prefill tokens/s = 512 / that time). Each mode is run once as
+   warm-up, then ``--rounds`` times per library, alternating the libraries (and which goes first) each round,
+   so a change in machine load hits both alike. Reported: the median tokens/s and the ratio refdecode/transformers.
+4) The bandwidth bound: the refdecode worker times a large float32 gemv (a 240 MB matrix times a vector, best of
+   10 in each of two orientations; NumPy/OpenBLAS, same threads) -> bytes/s; divided by the bytes of weights
+   one decoding step reads (every block matrix and layer norm, all of wte as the tied LM head, one row of
+   wpe) gives the tokens/s a step that only streams its weights could reach. Greedy tokens/s is reported
+   as a share of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
+MODES = ("greedy", "sampling", "beam4", "prefill512")
+PROMPT_LEN, NEW_TOKENS, PREFILL_LEN = 32, 64, 512
+
+
+# ----------------------------------------------------------------------------------------------------
+# Workers: one process per library, commands on stdin, one JSON line per answer on stdout
+# ----------------------------------------------------------------------------------------------------
+
+
+def _prompt(mode: str, vocab: int):
+    import numpy as np
+
+    length = PREFILL_LEN if mode == "prefill512" else PROMPT_LEN
+    return np.random.default_rng(0).integers(0, vocab, size=(1, length), dtype=np.int64)
+
+
+def _gen_kwargs(mode: str) -> dict:
+    """The generation arguments of a mode; identical for both libraries."""
+    n = 1 if mode == "prefill512" else NEW_TOKENS
+    kw = dict(min_new_tokens=n, max_new_tokens=n)
+    if mode == "sampling":
+        kw.update(do_sample=True, top_k=50, top_p=0.9, temperature=0.8)
+    elif mode == "beam4":
+        kw.update(num_beams=4, do_sample=False)
+    else:
+        kw.update(do_sample=False)
+    return kw
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def worker_refdecode() -> None:
+    import numpy as np
+
+    from refdecode import GPT2, generate
+
+    t0 = time.perf_counter()
+    model = GPT2.from_pretrained(CHECKPOINT)
+    load = time.perf_counter() - t0
+
+    def run(mode: str) -> dict:
+        prompt = _prompt(mode, model.config.vocab_size)
+        t0 = time.perf_counter()
+        out = generate(model, prompt, attention_mask=np.ones_like(prompt), seed=0, **_gen_kwargs(mode))
+        dt = time.perf_counter() - t0
+        return dict(seconds=dt, tokens=out[0, prompt.shape[1]:].tolist())
+
+    def gemv() -> dict:
+        rng = np.random.default_rng(0)
+        # 240 MB, far larger than any cache; not a power of two (8192 x 8192 runs ~2x slower: cache aliasing)
+        w = rng.standard_normal((6000, 10000), dtype=np.float32)
+        x, y = rng.standard_normal(6000, dtype=np.float32), rng.standard_normal(10000, dtype=np.float32)
+        best = float("inf")
+        for f in (lambda: x[None] @ w, lambda: w @ y):  # the model's (1, E) @ (E, E_out), and W @ y
+            for _ in range(10):
+                t0 = time.perf_counter()
+                f()
+                best = min(best, time.perf_counter() - t0)
+        return dict(bytes_per_s=w.nbytes / best)
+
+    def step_bytes() -> dict:
+        p = model.params
+        total = sum(a.nbytes for layer in p["h"] for group in layer.values() for part in group.values()
+                    for a in (part.values() if isinstance(part, dict) else [part]))
+        total += sum(a.nbytes for a in p["ln_f"].values()) + p["wte"].nbytes + p["wpe"].shape[1] * 4
+        return dict(bytes=total)
+
+    _serve(load, run, dict(gemv=gemv, step_bytes=step_bytes), f"numpy {np.__version__}")
+
+
+def worker_transformers(threads: int) -> None:
+    import torch
+    import transformers
+    from transformers import GPT2LMHeadModel
+
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    model = GPT2LMHeadModel.from_pretrained(CHECKPOINT).eval()
+    load = time.perf_counter() - t0
+
+    def run(mode: str) -> dict:
+        prompt = torch.from_numpy(_prompt(mode, model.config.vocab_size))
+        torch.manual_seed(0)
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(prompt, attention_mask=torch.ones_like(prompt), pad_token_id=model.config.eos_token_id,
+                                 **_gen_kwargs(mode))
+        dt = time.perf_counter() - t0
+        return dict(seconds=dt, tokens=out[0, prompt.shape[1]:].tolist())
+
+    _serve(load, run, {}, f"torch {torch.__version__}, transformers {transformers.__version__}, "
+                          f"attn {model.config._attn_implementation}")
+
+
+def _serve(load: float, run, extra: dict, versions: str) -> None:
+    """Answer commands from stdin: a mode name -> timing; an extra command -> its dict; 'rss' -> peak RSS."""
+    print(json.dumps(dict(load_seconds=load, versions=versions, rss_mb=_peak_rss_mb())), flush=True)
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd == "quit":
+            break
+        result = run(cmd) if cmd in MODES else extra[cmd]() if cmd in extra else dict(rss_mb=_peak_rss_mb())
+        print(json.dumps(result), flush=True)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The driver
+# ----------------------------------------------------------------------------------------------------
+
+
+def make_checkpoint() -> None:
+    """A random GPT-2 124M in save_pretrained layout (float32), created once; then read into the page cache."""
+    if not (CHECKPOINT / "model.safetensors").exists():
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        torch.manual_seed(0)
+        GPT2LMHeadModel(GPT2Config()).save_pretrained(CHECKPOINT, safe_serialization=True)
+        print(f"created {CHECKPOINT.relative_to(ROOT)}")
+    with open(CHECKPOINT / "model.safetensors", "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+class Worker:
+    def __init__(self, lib: str, threads: int) -> None:
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+                   MKL_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", lib, "--threads", str(threads)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        self.hello = self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker died: {self.proc.args}")
+        return json.loads(line)
+
+    def ask(self, cmd: str) -> dict:
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        self.proc.wait()
+
+
+def main(args: argparse.Namespace) -> None:
+    make_checkpoint()
+    libs = ("refdecode", "transformers")
+    workers = {lib: Worker(lib, args.threads) for lib in libs}
+    seconds: dict[tuple[str, str], list[float]] = {(m, lib): [] for m in MODES for lib in libs}
+    tokens: dict[tuple[str, str], list[int]] = {}
+    bandwidth: list[float] = []
+    for mode in MODES:  # warm-up: first-call allocations, page faults
+        for lib in libs:
+            tokens[mode, lib] = workers[lib].ask(mode)["tokens"]
+    for r in range(args.rounds):
+        order = libs if r % 2 == 0 else libs[::-1]
+        for mode in MODES:
+            for lib in order:
+                seconds[mode, lib].append(workers[lib].ask(mode)["seconds"])
+        bandwidth.append(workers["refdecode"].ask("gemv")["bytes_per_s"])
+    step_bytes = workers["refdecode"].ask("step_bytes")["bytes"]
+    rss = {lib: workers[lib].ask("rss")["rss_mb"] for lib in libs}
+    for w in workers.values():
+        w.close()
+
+    def tok_s(mode: str, lib: str) -> float:
+        n = PREFILL_LEN if mode == "prefill512" else NEW_TOKENS
+        return n / statistics.median(seconds[mode, lib])
+
+    import platform
+
+    print(f"{time.strftime('%Y-%m-%d %H:%M')} | {platform.machine()}, {os.cpu_count()} cores, {args.threads} threads | "
+          f"{workers['refdecode'].hello['versions']} | {workers['transformers'].hello['versions']}")
+    print(f"batch 1, prompt {PROMPT_LEN}, exactly {NEW_TOKENS} new tokens; median of {args.rounds} alternating "
+          f"rounds (prefill: {PREFILL_LEN}-token prompt, tokens/s = {PREFILL_LEN} / time to first token)\n")
+    print("| mode | refdecode tok/s | transformers tok/s | ratio | same tokens |")
+    print("|---|---:|---:|---:|---|")
+    for mode in MODES:
+        a, b = tok_s(mode, "refdecode"), tok_s(mode, "transformers")
+        same = "n/a (different RNGs)" if mode == "sampling" else str(tokens[mode, libs[0]] == tokens[mode, libs[1]])
+        extra = f" (TTFT {1e3 * statistics.median(seconds[mode, 'refdecode']):.0f} ms vs " \
+                f"{1e3 * statistics.median(seconds[mode, 'transformers']):.0f} ms)" if mode == "prefill512" else ""
+        print(f"| {mode}{extra} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {same} |")
+    load = {lib: workers[lib].hello["load_seconds"] for lib in libs}
+    print(f"| peak RSS (MB, whole process) | {rss['refdecode']:.0f} | {rss['transformers']:.0f} | "
+          f"{rss['refdecode'] / rss['transformers']:.2f}x | |")
+    print(f"| load time (s, page cache) | {load['refdecode']:.3f} | {load['transformers']:.3f} | "
+          f"{load['refdecode'] / load['transformers']:.2f}x | |")
+    bw = statistics.median(bandwidth)
+    bound = bw / step_bytes
+    greedy = tok_s("greedy", "refdecode")
+    print(f"\nbandwidth bound: gemv streams {bw / 1e9:.1f} GB/s; one decoding step reads {step_bytes / 1e6:.0f} MB "
+          f"of weights -> {bound:.1f} tok/s. refdecode greedy = {100 * greedy / bound:.0f}% of it, "
+          f"transformers greedy = {100 * tok_s('greedy', 'transformers') / bound:.0f}%.")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2, help="threads for torch and for NumPy's OpenBLAS (default 2)")
+    ap.add_argument("--worker", choices=("refdecode", "transformers"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker == "refdecode":
+        worker_refdecode()
+    elif args.worker == "transformers":
+        worker_transformers(args.threads)
+    else:
+        main(args)
