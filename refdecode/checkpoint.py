@@ -42,6 +42,8 @@ module order, so ``lm_head.weight`` (loaded last) wins for both the input embedd
 layer. refdecode does the same: if present, ``lm_head.weight`` is used as ``wte`` (checked on the
 golden checkpoint ``f16_gelu`` in ``tests/test_gpt2.py``). With ``tie_word_embeddings: false`` both are kept.
 Other unexpected tensors are ignored with a warning, as transformers does.
+
+Docs: docs/gpt2.md.
 """
 
 from __future__ import annotations

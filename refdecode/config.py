@@ -11,6 +11,8 @@ The defaults are those of ``transformers.GPT2Config`` (transformers 4.38.2,
 >>> cfg = GPT2Config.from_dict({"model_type": "gpt2", "n_embd": 32, "n_head": 4, "n_layer": 2})
 >>> cfg.head_dim, cfg.inner_dim, cfg.vocab_size
 (8, 128, 50257)
+
+Docs: docs/gpt2.md.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ names (``wte``, ``ln_1``, ``c_attn``, ``c_proj``, ...), so loading is a dict wal
 
 Everything is float32: constants are Python floats or ``np.float32`` (NumPy 2 promotes
 ``float32_array / np.float64(8.0)`` to float64), and nothing here is computed in float64.
+
+Docs: docs/gpt2.md.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ Layout (one pair of arrays per layer, preallocated; S = :attr:`KVCache.length`):
 This is transformers 4.38's ``past_key_values[l] = (key, value)``, each ``(B, H, S, D)``, stored with
 room to grow: appending writes into the free slots instead of ``torch.cat`` (which copies the whole
 cache every step). When a write would overflow, the capacity doubles (one copy, amortised O(1)).
+
+Docs: docs/gpt2.md.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ nothing here promotes to float64 (NumPy 2 turns ``float32_array * np.float64(x)`
 so constants are Python floats, which NumPy treats as "weak" and keeps the array's dtype).
 Rows may contain ``-inf`` (tokens a processor removed); a row that is entirely ``-inf`` has no
 distribution and gives NaN, as ``torch.softmax`` does.
+
+Docs: docs/sampling.md.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ wherever it appears, and every byte sequence round-trips, ``decode(encode(text))
 Why left padding: a decoder-only model appends new tokens on the right, so every row's last column
 must be a real token; pads go on the left and are masked out (mask 0), and the model derives
 positions from the mask so the real tokens of a padded row start at position 0.
+
+Docs: docs/tokens.md.
 """
 
 from __future__ import annotations
