@@ -177,7 +177,10 @@ def llama_top_p_probs(probs: np.ndarray, p: float) -> np.ndarray:
     So a token is kept iff the mass of the more probable tokens is ``<= p`` -- one more token than
     transformers keeps when that mass equals p exactly. Input is probabilities (after softmax),
     float32 (B, V); output float32 (B, V), rows summing to 1. Ties: :func:`rank_descending`, so on
-    a straddling tie the lower ids are kept.
+    a straddling tie the lower ids are kept. Because it ranks *probabilities*, not scores, it can
+    also differ from transformers where two different scores round to the same probability:
+    scores [0, 6.1e-36] give probs [0.5, 0.5], so at p = 0 llama keeps token 0 and transformers
+    keeps token 1 (the higher score).
 
     Document 001's example, probs [0.1, 0.3, 0.4, 0.15, 0.05] with p = 0.8: sorted [0.4, 0.3,
     0.15, 0.1, 0.05], ``S - p_i`` = [0, 0.4, 0.7, 0.85, 0.95], mask [F, F, F, T, T]: the code keeps
