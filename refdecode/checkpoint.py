@@ -247,11 +247,9 @@ def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dic
     if unexpected:
         warnings.warn(f"{path}: ignoring {len(unexpected)} unexpected tensors: {unexpected[:5]}", stacklevel=2)
     # 3) read and convert one tensor at a time, so two full copies of the weights never coexist
-    flat = {name: to_float32(by_name[name].dtype, read_tensor(path, by_name[name], mmap)) for name in shapes
-            if not _column_major(name, by_name[name], mmap)}
-    # 4) the LM head matrices column-major, so that ``x @ wte.T`` is a contiguous gemv (same values)
-    flat.update({name: read_tensor_column_major(path, by_name[name]) for name in shapes
-                 if _column_major(name, by_name[name], mmap)})
+    #    (the LM head matrices column-major, so that ``x @ wte.T`` is a contiguous gemv; same values)
+    flat = {name: read_tensor_column_major(path, by_name[name]) if _column_major(name, by_name[name], mmap)
+            else to_float32(by_name[name].dtype, read_tensor(path, by_name[name], mmap)) for name in shapes}
     return nest(flat)
 
 

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from .generate import generate
-from .generation_config import GenerationConfig
 from .gpt2 import GPT2
 from .tokenizer import Tokenizer
 
@@ -57,18 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     model = GPT2.from_pretrained(args.model)
     tokenizer = Tokenizer(args.model)
-    config_path = args.model / "generation_config.json"
-    config = GenerationConfig.from_json_file(config_path) if config_path.exists() else None
     options = {field: getattr(args, field) for _, field, _ in _OPTIONS if getattr(args, field) is not None}
     if args.do_sample:
         options["do_sample"] = True
     if args.early_stopping is not None:
         options["early_stopping"] = {"true": True, "false": False}.get(args.early_stopping, "never")
-    if config is None or (config.max_new_tokens is None and "max_new_tokens" not in options):
+    if model.generation_config.max_new_tokens is None:  # the library default (max_length=20) is too short here
         options.setdefault("max_new_tokens", 40)
     input_ids, attention_mask = tokenizer.encode_batch([args.prompt])
-    sequences = generate(model, input_ids, attention_mask=attention_mask, generation_config=config,
-                         seed=args.seed, **options)
+    sequences = generate(model, input_ids, attention_mask=attention_mask, seed=args.seed, **options)
     for i, row in enumerate(sequences):
         if len(sequences) > 1:
             print(f"--- sequence {i}")

@@ -261,7 +261,8 @@ class GPT2:
         self.params = params
         # generate()'s defaults, as transformers' ``model.generation_config``: the checkpoint's
         # generation_config.json when it has one, else the generation fields of config.json.
-        self.generation_config = generation_config or GenerationConfig.from_model_config(config)
+        self.generation_config = (generation_config if generation_config is not None
+                                  else GenerationConfig.from_model_config(config))
 
     @classmethod
     def from_pretrained(cls, path: str | Path, mmap: bool = False) -> GPT2:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .beam_scorer import BeamSearchScorer
-from .beam_search import _check_rows, beam_output, extend_beam_history, top_candidates
+from .beam_search import _check_rows, beam_output, extend_beam_history, top_candidates_partitioned
 from .greedy import check_no_nan, loop_defaults
 from .model_steps import decode_step, model_capacity, prefill
 from .numerics import log_softmax
@@ -70,7 +70,7 @@ def _group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_scor
     # 3) selection: top candidates among the group's g*V continuations of each prompt
     columns = slice(group * size, (group + 1) * size)
     total = processed.reshape(batch, size, -1) + beam_scores[:, columns, None]  # (B*g, V) -> (B, g, V)
-    cand_scores, cand_beams, cand_tokens = top_candidates(total, n_candidates)  # (B, C) each
+    cand_scores, cand_beams, cand_tokens = top_candidates_partitioned(total, n_candidates)  # (B, C) each
     # 4) bookkeeping (beam_idx: rows of group_ids); the scorer gets the group-major history (quirk)
     flat_history = None if histories is None else [h for grp in histories for h in grp]
     step = beam_scorer.process(group_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=pad_token_id,

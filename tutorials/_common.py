@@ -29,19 +29,14 @@ ROOT = Path(__file__).resolve().parent.parent   # the repository
 #: GPT-2 there (see models/README.md). The environment variable REFDECODE_TUTORIAL_MODEL (a directory)
 #: overrides it.
 MODEL_NAME = "tiny-shakespeare"
-FALLBACK_NAME = "gpt2-tiny"   # used, with a note, while models/tiny-shakespeare does not exist
 
 
 @functools.lru_cache(maxsize=None)
 def model_dir() -> Path:
-    """The model directory: $REFDECODE_TUTORIAL_MODEL, else models/MODEL_NAME, else models/FALLBACK_NAME."""
+    """The model directory: $REFDECODE_TUTORIAL_MODEL if set, else models/MODEL_NAME."""
     if os.environ.get("REFDECODE_TUTORIAL_MODEL"):
         return Path(os.environ["REFDECODE_TUTORIAL_MODEL"]).resolve()
-    preferred = ROOT / "models" / MODEL_NAME
-    if (preferred / "model.safetensors").is_file():
-        return preferred
-    print(f"(note: models/{MODEL_NAME} not found, using models/{FALLBACK_NAME}: random weights, gibberish text)")
-    return ROOT / "models" / FALLBACK_NAME
+    return ROOT / "models" / MODEL_NAME
 
 
 def load() -> tuple[GPT2, Tokenizer]:
