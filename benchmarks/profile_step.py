@@ -6,12 +6,13 @@ repository root::
     OPENBLAS_NUM_THREADS=2 .venv-bench/bin/python benchmarks/profile_step.py [--cache-len 96] [--reps 20]
 
 It replays one decoding step of GPT-2-124M with a timer around each stage, calling the same functions
-``refdecode.gpt2.gpt2`` calls (``layer_norm``, ``conv1d``, ``attention_scores``, ``attend``, the activation,
-the LM head ``x @ wte.T``, ``KVCache.append``), and then the search-side stages the decode loops call
+``refdecode.gpt2_fast.gpt2_fast`` (what ``GPT2`` runs by default) calls (``layer_norm_``, ``linear``,
+``attention_scores``, ``softmax_``, ``gelu_new_``, the LM head ``x @ wte.T``, ``KVCache.append``), and then the search-side stages the decode loops call
 (``log_softmax``, the processors and warpers ``generate`` builds, the candidate selection, the draw,
 ``BeamSearchScorer.process``, ``KVCache.reorder``). The cache holds ``--cache-len`` tokens (96 = the end of
 a 32 + 64 run). It prints milliseconds per step for each stage, then one step with and without a KV
-cache at a long sequence (the reason the cache exists).
+cache at a long sequence (the reason the cache exists), batched vs row-by-row beams, and the plain forward
+pass (``refdecode.gpt2``) against the fast one (``refdecode.gpt2_fast``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from refdecode import GPT2, BeamSearchScorer  # noqa: E402
 from refdecode.beam_search import top_candidates, top_candidates_partitioned  # noqa: E402
 from refdecode.generate import logits_processors, logits_warpers  # noqa: E402
 from refdecode.generation_config import GenerationConfig  # noqa: E402
-from refdecode.gpt2 import attend, attention_scores, conv1d, layer_norm  # noqa: E402
-from refdecode.numerics import ACT2FN, log_softmax, softmax  # noqa: E402
+from refdecode.gpt2 import attention_scores  # noqa: E402
+from refdecode.gpt2_fast import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402
+from refdecode.numerics import log_softmax, softmax  # noqa: E402
 from refdecode.sampling_draw import multinomial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,25 +52,26 @@ class Timer:
 
 
 def model_step(model: GPT2, tokens: np.ndarray, cache, t: Timer) -> np.ndarray:
-    """One token per row through the model, as refdecode.gpt2.gpt2 does it, with a timer per stage."""
+    """One token per row through the model, as refdecode.gpt2_fast.gpt2_fast does it (what generate runs),
+    with a timer per stage."""
     p, c = model.params, model.config
-    B, eps, act = tokens.shape[0], c.layer_norm_epsilon, ACT2FN[c.activation_function]
+    B, eps = tokens.shape[0], c.layer_norm_epsilon
     E, H = c.n_embd, c.n_head
     x = t("embeddings", lambda: p["wte"][tokens] + p["wpe"][np.full_like(tokens, cache.length)])  # (B, E)
     for i, lp in enumerate(p["h"]):
-        h = t("layer norms", layer_norm, x, **lp["ln_1"], eps=eps)
-        qkv = t("qkv matmul (c_attn)", conv1d, h, **lp["attn"]["c_attn"])  # (B, 3E)
+        h = t("layer norms", layer_norm_, x, **lp["ln_1"], eps=eps)
+        qkv = t("qkv matmul (c_attn)", linear, h, **lp["attn"]["c_attn"])  # (B, 3E)
         qkv = qkv.reshape(B, 1, 3, H, E // H).transpose(2, 0, 3, 1, 4)  # (3, B, H, 1, D)
         k, v = t("KV cache append", cache.append, i, qkv[1], qkv[2])
         w = t("attention (scores, softmax, @v)", attention_scores, qkv[0], k, i, c)
-        a = t("attention (scores, softmax, @v)", attend, w, v, None).transpose(0, 2, 1, 3).reshape(B, E)
-        x = x + t("attn out matmul (c_proj)", conv1d, a, **lp["attn"]["c_proj"])
-        h = t("layer norms", layer_norm, x, **lp["ln_2"], eps=eps)
-        h = t("mlp matmul (c_fc)", conv1d, h, **lp["mlp"]["c_fc"])
-        h = t("gelu_new", act, h)
-        x = x + t("mlp matmul (c_proj)", conv1d, h, **lp["mlp"]["c_proj"])
+        a = t("attention (scores, softmax, @v)", lambda: softmax_(w) @ v).transpose(0, 2, 1, 3).reshape(B, E)
+        x += t("attn out matmul (c_proj)", linear, a, **lp["attn"]["c_proj"])
+        h = t("layer norms", layer_norm_, x, **lp["ln_2"], eps=eps)
+        h = t("mlp matmul (c_fc)", linear, h, **lp["mlp"]["c_fc"])
+        h = t("gelu_new", gelu_new_, h)
+        x += t("mlp matmul (c_proj)", linear, h, **lp["mlp"]["c_proj"])
     cache.advance(1)
-    x = t("layer norms", layer_norm, x, **p["ln_f"], eps=eps)
+    x = t("layer norms", layer_norm_, x, **p["ln_f"], eps=eps)
     return t("lm_head (x @ wte.T)", lambda: x @ p["wte"].T)  # (B, V)
 
 
@@ -155,6 +158,31 @@ def batched_vs_row_by_row(model: GPT2, cache_len: int, rows: int = 4, reps: int 
     return 1e3 * one, 1e3 * many
 
 
+def plain_vs_fast(model: GPT2, seq_len: int = 512, rows: int = 4, reps: int = 5) -> dict[str, tuple[float, float]]:
+    """ms of the plain forward (``fast=False``, refdecode.gpt2.gpt2) and the fast one (refdecode.gpt2_fast),
+    alternating: a ``seq_len``-token prefill (logits_to_keep=1), a 1-row and a ``rows``-row decoding step."""
+    rng = np.random.default_rng(3)
+    prompt = rng.integers(0, model.config.vocab_size, size=(1, seq_len), dtype=np.int64)
+    best = {k: [float("inf"), float("inf")] for k in ("prefill", "step1", f"step{rows}")}
+    caches = {}
+    for n in (1, rows):
+        caches[n] = model.new_cache(n, 97)
+        model(np.tile(prompt[:, :96], (n, 1)), past_key_values=caches[n], logits_to_keep=1)
+    for _ in range(reps):
+        for j, fast in enumerate((False, True)):
+            model.fast = fast
+            t0 = time.perf_counter()
+            model(prompt, logits_to_keep=1)
+            best["prefill"][j] = min(best["prefill"][j], time.perf_counter() - t0)
+            for n in (1, rows):
+                t0 = time.perf_counter()
+                model(np.tile(prompt[:, 96:97], (n, 1)), past_key_values=caches[n])
+                best[f"step{n}"][j] = min(best[f"step{n}"][j], time.perf_counter() - t0)
+                caches[n].length -= 1
+    model.fast = True
+    return {k: (1e3 * a, 1e3 * b) for k, (a, b) in best.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache-len", type=int, default=96)
@@ -171,7 +199,7 @@ def main() -> None:
     print("| stage | greedy | sampling | beam4 |")
     print("|---|---:|---:|---:|")
     for s in stages:
-        print(f"| {s} | " + " | ".join(f"{results[m].get(s, 0.0):.2f}" for m in results) + " |")
+        print(f"| {s} | " + " | ".join(f"{results[m][s]:.2f}" if s in results[m] else "" for m in results) + " |")
     print("| **total** | " + " | ".join(f"**{sum(r.values()):.2f}**" for r in results.values()) + " |")
     for n in (128, 512):
         a, b = cache_vs_no_cache(model, n)
@@ -180,6 +208,11 @@ def main() -> None:
     a, b = batched_vs_row_by_row(model, args.cache_len)
     print(f"\n4 beams, one step: batched as one (4, E) pass {a:.1f} ms, row by row (4 passes) {b:.1f} ms "
           f"-> {b / a:.2f}x")
+    print("\n| forward pass | plain (refdecode.gpt2) ms | fast (refdecode.gpt2_fast) ms | speed-up |")
+    print("|---|---:|---:|---:|")
+    for name, (plain, fast) in plain_vs_fast(model).items():
+        label = {"prefill": "prefill, 512-token prompt", "step1": "decoding step, 1 row"}.get(name, "decoding step, 4 rows")
+        print(f"| {label} | {plain:.1f} | {fast:.1f} | {plain / fast:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ r"""refdecode: how a language model turns logits into text, in NumPy, exact to t
 The pipeline, one module per stage::
 
     prompt ──tokenizer.py──▶ input_ids (B, T) int64
-           ──gpt2.py + kv_cache.py──▶ logits (B, T, V) float32
+           ──gpt2.py + kv_cache.py──▶ logits (B, T, V) float32   (gpt2_fast.py: the same, faster; the default)
            ──logits_process.py / logits_warp.py──▶ scores (B, V) float32
            ──greedy.py / sampling.py / beam_search.py / group_beam_search.py──▶ next tokens
            ──stopping_criteria.py──▶ done?

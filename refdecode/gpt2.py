@@ -256,9 +256,12 @@ class GPT2:
     """
 
     def __init__(self, config: GPT2Config, params: dict[str, Any],
-                 generation_config: GenerationConfig | None = None) -> None:
+                 generation_config: GenerationConfig | None = None, fast: bool = True) -> None:
         self.config = config
         self.params = params
+        # which forward pass __call__ runs: refdecode.gpt2_fast.gpt2_fast (same math, fewer passes over
+        # memory; tests/test_gpt2_fast.py) or the plain gpt2() of this module (fast=False)
+        self.fast = fast
         # generate()'s defaults, as transformers' ``model.generation_config``: the checkpoint's
         # generation_config.json when it has one, else the generation fields of config.json.
         self.generation_config = (generation_config if generation_config is not None
@@ -336,7 +339,11 @@ class GPT2:
         if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, (int, np.integer)) \
                 or not 0 <= logits_to_keep <= T:
             raise ValueError(f"`logits_to_keep` must be an integer in [0, T={T}], got {logits_to_keep!r}")
-        logits = gpt2(input_ids, position_ids, self.params, c, cache, attention_mask, int(logits_to_keep))
+        if self.fast:
+            from .gpt2_fast import gpt2_fast as forward  # imported here: gpt2_fast builds on this module
+        else:
+            forward = gpt2
+        logits = forward(input_ids, position_ids, self.params, c, cache, attention_mask, int(logits_to_keep))
         return CausalLMOutput(logits=logits, past_key_values=cache)
 
 

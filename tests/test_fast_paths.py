@@ -68,3 +68,59 @@ def test_column_major_read_holds_the_same_values(tmp_path):
         got = read_tensor_column_major(tmp_path / "w.safetensors", info, rows_per_read=rows)
         assert got.flags.f_contiguous and got.dtype == np.float32
         np.testing.assert_array_equal(got, read_tensor(tmp_path / "w.safetensors", info))
+
+
+# ----------------------------------------------------------------------------------------------------
+# top-p sorting only the finite scores (what TopPLogitsWarper runs) == top_p_warp, bit for bit
+# ----------------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from refdecode.logits_warp import TopPLogitsWarper, top_k_warp, top_p_warp, top_p_warp_finite  # noqa: E402
+
+
+@given(seed=st.integers(0, 2**32 - 1), vocab=st.integers(1, 300), batch=st.integers(1, 3),
+       top_k=st.integers(0, 60), top_p=st.sampled_from([0.0, 0.1, 0.5, 0.75, 0.9, 0.999, 1.0]),
+       min_tokens=st.integers(1, 4), filter_value=st.sampled_from([-np.inf, -1e9, 0.0]),
+       ties=st.booleans(), extra=st.sampled_from([None, "nan", "+inf", "all -inf"]))
+@settings(deadline=None)
+def test_top_p_on_finite_scores_is_bitwise_top_p(seed, vocab, batch, top_k, top_p, min_tokens, filter_value,
+                                                   ties, extra):
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal((batch, vocab)).astype(np.float32) * np.float32(3.0)
+    if ties:  # many equal scores, so the tie rule decides who straddles the cut
+        scores = np.round(scores).astype(np.float32)
+    if top_k:  # most of the row -inf, as after top-k
+        scores = top_k_warp(scores, top_k)
+    if extra == "nan":
+        scores[0, 0] = np.nan
+    elif extra == "+inf":
+        scores[-1, -1] = np.inf
+    elif extra == "all -inf":
+        scores[0] = -np.inf
+    with np.errstate(invalid="ignore"):
+        want = top_p_warp(scores, top_p, filter_value, min_tokens)
+        got = top_p_warp_finite(scores, top_p, filter_value, min_tokens)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)  # NaN == NaN here
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_top_p_on_finite_scores_is_bitwise_top_p_on_gpt2_sized_rows(seed):
+    """V = 50257 after top_k=50, temperature 0.8: the sampling benchmark's case, through the warper class."""
+    rng = np.random.default_rng(seed)
+    scores = top_k_warp((rng.standard_normal((2, 50257)) * 4.0 / 0.8).astype(np.float32), 50)
+    got = TopPLogitsWarper(0.9)(np.zeros((2, 1), dtype=np.int64), scores)
+    np.testing.assert_array_equal(got, top_p_warp(scores, 0.9))
+    assert 1 <= np.isfinite(got).sum(axis=1).min() and np.isfinite(got).sum(axis=1).max() <= 50
+
+
+@pytest.mark.parametrize("pad", [0, 6])
+def test_top_p_on_finite_scores_drops_a_token_whose_predecessors_mass_is_exactly_p(pad):
+    """Dyadic probabilities make the cumulative sum hit 1 - p exactly: that token goes (<=, not <)."""
+    scores = np.log(np.array([[0.5, 0.25, 0.125, 0.125]], dtype=np.float32))
+    scores = np.concatenate([scores, np.full((1, pad), -np.inf, dtype=np.float32)], axis=1)  # as after top-k
+    got = top_p_warp_finite(scores, 0.75)
+    np.testing.assert_array_equal(got, top_p_warp(scores, 0.75))
+    assert np.flatnonzero(np.isfinite(got[0])).tolist() == [0, 1]

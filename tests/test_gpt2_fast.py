@@ -1,0 +1,302 @@
+"""refdecode.gpt2_fast against the plain refdecode.gpt2 (and, through it, transformers 4.38.2 goldens).
+
+The fast forward pass is what ``GPT2`` runs by default, so tests/test_gpt2.py already checks it against the
+transformers goldens. Here: (1) the plain path (``fast=False``) passes the same goldens, (2) each in-place
+kernel gives the plain expression's bits, (3) the blocked attention and the few-row products agree with the
+plain functions to float32 rounding, for every branch (block boundaries, cached prefixes, padding, scaling
+options, C- and F-ordered weights), and (4) generate() picks the same tokens either way.
+
+Why "to float32 rounding" and not bit for bit: the blocked attention sums each softmax row over the keys
+a query may see rather than over all S + T of them (NumPy sums pairwise, so the grouping changes), and
+(W^T @ x^T)^T is a different OpenBLAS kernel than x @ W.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import GOLDEN, MODELS
+from hypothesis import given
+from hypothesis import strategies as st
+
+import refdecode.gpt2_fast as fast
+from refdecode import GenerationConfig, generate
+from refdecode.checkpoint import nest, read_header, read_tensor, transpose_into
+from refdecode.config import GPT2Config
+from refdecode.gpt2 import GPT2, attend, attention_scores, conv1d, layer_norm
+from refdecode.numerics import gelu_new, softmax
+
+GOLDEN_MODELS = ["save_pretrained", "hub", "f16_gelu", "bf16_relu"]
+LOGITS_RTOL = 1e-5  # fast vs plain, relative to the largest |logit|: float32 rounding, 10x below the golden RTOL
+
+
+def rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.abs(got - want).max() / np.abs(want).max())
+
+
+def random_model(n_embd: int = 128, n_head: int = 2, n_layer: int = 2, n_positions: int = 300, seed: int = 0,
+                 column_major: bool = True, **config) -> GPT2:
+    """A random GPT-2 built in memory (weights ~ N(0, 0.2)), Conv1D weights column-major as load_params stores them."""
+    cfg = GPT2Config(vocab_size=97, n_positions=n_positions, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
+                     **config)
+    rng = np.random.default_rng(seed)
+    E, I = n_embd, cfg.n_inner or 4 * n_embd
+    shapes = {"wte.weight": (97, E), "wpe.weight": (n_positions, E), "ln_f.weight": (E,), "ln_f.bias": (E,)}
+    for i in range(n_layer):
+        shapes.update({f"h.{i}.ln_1.weight": (E,), f"h.{i}.ln_1.bias": (E,), f"h.{i}.ln_2.weight": (E,),
+                       f"h.{i}.ln_2.bias": (E,), f"h.{i}.attn.c_attn.weight": (E, 3 * E), f"h.{i}.attn.c_attn.bias": (3 * E,),
+                       f"h.{i}.attn.c_proj.weight": (E, E), f"h.{i}.attn.c_proj.bias": (E,),
+                       f"h.{i}.mlp.c_fc.weight": (E, I), f"h.{i}.mlp.c_fc.bias": (I,),
+                       f"h.{i}.mlp.c_proj.weight": (I, E), f"h.{i}.mlp.c_proj.bias": (E,)})
+    flat = {k: (rng.standard_normal(s, dtype=np.float32) * np.float32(0.2)) + (1.0 if k.endswith("ln_1.weight")
+            or k.endswith("ln_2.weight") or k == "ln_f.weight" else 0.0) for k, s in shapes.items()}
+    flat = {k: v.astype(np.float32) for k, v in flat.items()}
+    if column_major:
+        flat = {k: np.asfortranarray(v) if ".c_" in k and k.endswith("weight") else v for k, v in flat.items()}
+    return GPT2(cfg, nest(flat))
+
+
+def both(model: GPT2, ids: np.ndarray, prefix: np.ndarray | None = None, **kwargs):
+    """(plain logits, fast logits, plain cache, fast cache): each path first prefills ``prefix`` (if any)
+    into its own cache, then runs ``ids`` after it."""
+    out = []
+    for is_fast in (False, True):
+        model.fast = is_fast
+        cache = None
+        if prefix is not None:
+            cache = model.new_cache(prefix.shape[0], prefix.shape[1] + ids.shape[1])
+            model(prefix, past_key_values=cache)
+        r = model(ids, past_key_values=cache, **kwargs)
+        out.append((r.logits, r.past_key_values))
+    model.fast = True
+    (a, ca), (b, cb) = out
+    return a, b, ca, cb
+
+
+# ----------------------------------------------------------------------------------------------------
+# (1) the plain path still matches transformers
+# ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", GOLDEN_MODELS)
+def test_plain_path_matches_transformers(name):
+    g = np.load(GOLDEN / f"model_{name}.npz")
+    assert json.loads(str(g["meta"]))["format_version"] == 1
+    model = GPT2.from_pretrained(GOLDEN / "models" / name)
+    model.fast = False
+    assert rel_err(model(g["single_input_ids"]).logits, g["single_logits"]) <= 1e-4
+    out = model(g["batch_input_ids"], attention_mask=g["batch_attention_mask"])
+    assert rel_err(out.logits, g["batch_logits"]) <= 1e-4
+
+
+@pytest.mark.parametrize("name", GOLDEN_MODELS)
+def test_fast_equals_plain_on_golden_checkpoints(name):
+    g = np.load(GOLDEN / f"model_{name}.npz")
+    model = GPT2.from_pretrained(GOLDEN / "models" / name)
+    a, b, _, _ = both(model, g["single_input_ids"])
+    assert rel_err(b, a) <= LOGITS_RTOL
+    a, b, _, _ = both(model, g["batch_input_ids"], attention_mask=g["batch_attention_mask"])
+    assert rel_err(b, a) <= LOGITS_RTOL
+
+
+# ----------------------------------------------------------------------------------------------------
+# (2) in-place kernels: the same bits as the plain expressions
+# ----------------------------------------------------------------------------------------------------
+
+
+finite32 = st.floats(-60, 60, width=32)
+
+
+@given(st.lists(finite32, min_size=1, max_size=40), st.integers(1, 3))
+def test_softmax_in_place_is_bitwise_softmax(values, rows):
+    x = np.tile(np.array(values, dtype=np.float32), (rows, 1))
+    want = softmax(x)
+    got = fast.softmax_(x.copy())
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+
+
+@given(st.lists(st.floats(-20, 20, width=32), min_size=1, max_size=64))
+def test_gelu_new_in_place_is_bitwise_gelu_new(values):
+    x = np.array(values, dtype=np.float32).reshape(1, -1)
+    got = fast.gelu_new_(x.copy())
+    assert got.dtype == np.float32 and np.array_equal(got, gelu_new(x))
+
+
+def test_gelu_by_rows_is_bitwise_gelu_new_on_a_large_array():
+    x = np.random.default_rng(0).standard_normal((70, 300), dtype=np.float32) * np.float32(4.0)
+    assert np.array_equal(fast.by_rows(fast.gelu_new_, x.copy(), rows=32), gelu_new(x))
+
+
+def test_layer_norm_in_place_is_bitwise_and_leaves_x_alone():
+    rng = np.random.default_rng(1)
+    x, w, b = rng.standard_normal((5, 48), dtype=np.float32), rng.standard_normal(48, dtype=np.float32), \
+        rng.standard_normal(48, dtype=np.float32)
+    x0 = x.copy()
+    got = fast.layer_norm_(x, w, b, 1e-5)
+    assert np.array_equal(got, layer_norm(x0, w, b, 1e-5)) and np.array_equal(x, x0) and got.dtype == np.float32
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4, fast.FEW_ROWS, fast.FEW_ROWS + 1, 40])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_linear_equals_conv1d(rows, order):
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 96), dtype=np.float32)
+    w = np.asarray(rng.standard_normal((96, 200), dtype=np.float32), order=order)
+    b = rng.standard_normal(200, dtype=np.float32)
+    got = fast.linear(x, w, b)
+    assert got.dtype == np.float32 and got.flags.c_contiguous and got.shape == (rows, 200)
+    np.testing.assert_allclose(got, conv1d(x, w, b), rtol=0, atol=2e-5)
+
+
+# ----------------------------------------------------------------------------------------------------
+# (3) blocked attention and the whole forward pass: equal to float32 rounding
+# ----------------------------------------------------------------------------------------------------
+
+
+@given(S=st.integers(0, 20), T=st.integers(1, 40), block=st.integers(1, 16), D=st.sampled_from([4, 8, 16]),
+       inverse_layer=st.booleans(), reorder=st.booleans(), seed=st.integers(0, 2**16))
+def test_blocked_attention_equals_full_masked_attention(S, T, block, D, inverse_layer, reorder, seed):
+    cfg = GPT2Config(n_embd=2 * D, n_head=2, scale_attn_by_inverse_layer_idx=inverse_layer,
+                     reorder_and_upcast_attn=reorder)
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((2, 2, T, D), dtype=np.float32)
+    k, v = (rng.standard_normal((2, 2, S + T, D), dtype=np.float32) for _ in range(2))
+    want = attend(attention_scores(q, k, 3, cfg), v, None)
+    got = fast.attend_causal_blocked(q, k, v, 3, cfg, block_size=block)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-6)
+
+
+def test_scale_folding_is_used_only_where_it_is_exact():
+    assert fast._scale_is_exact(64, GPT2Config())  # GPT-2: 1/8
+    assert fast._scale_is_exact(16, GPT2Config())
+    assert not fast._scale_is_exact(32, GPT2Config())  # 1/sqrt(32) is not a power of two
+    assert not fast._scale_is_exact(8, GPT2Config())
+    assert not fast._scale_is_exact(64, GPT2Config(scale_attn_by_inverse_layer_idx=True))
+    assert not fast._scale_is_exact(64, GPT2Config(reorder_and_upcast_attn=True))
+
+
+@pytest.fixture(scope="module")
+def model64():
+    """head_dim 64 like GPT-2 (exact scale folding), long enough for several query blocks."""
+    return random_model(n_embd=128, n_head=2, n_positions=300)
+
+
+@pytest.mark.parametrize("T", [1, 2, 63, 64, 65, 150])
+@pytest.mark.parametrize("logits_to_keep", [0, 1, 3])
+def test_fast_prefill_equals_plain(model64, T, logits_to_keep):
+    """All logits or the last few (the fast path then runs the last layer on those rows only); the cache
+    holds every token's keys and values either way."""
+    ids = np.random.default_rng(T).integers(0, 97, size=(2, T))
+    keep = min(logits_to_keep, T)
+    a, b, ca, cb = both(model64, ids, logits_to_keep=keep)
+    assert b.dtype == np.float32 and b.shape == (2, keep or T, 97) and rel_err(b, a) <= LOGITS_RTOL
+    assert ca.length == cb.length == T
+    for layer in range(2):
+        np.testing.assert_allclose(cb.keys(layer), ca.keys(layer), rtol=0, atol=1e-4)
+        np.testing.assert_allclose(cb.values(layer), ca.values(layer), rtol=0, atol=1e-4)
+
+
+def test_fast_cached_prefill_equals_plain(model64):
+    """A 30-token prefix in the cache, then 70 new tokens at once: the query blocks start after S = 30 keys."""
+    rng = np.random.default_rng(5)
+    prefix, ids = rng.integers(0, 97, size=(3, 30)), rng.integers(0, 97, size=(3, 70))
+    a, b, ca, cb = both(model64, ids, prefix=prefix)
+    assert rel_err(b, a) <= LOGITS_RTOL and ca.length == cb.length == 100
+
+
+@pytest.mark.parametrize("rows", [1, 4, 20])
+def test_fast_decoding_steps_equal_plain_for_few_and_many_rows(model64, rows):
+    rng = np.random.default_rng(rows)
+    a, b, _, _ = both(model64, rng.integers(0, 97, size=(rows, 1)), prefix=rng.integers(0, 97, size=(rows, 9)))
+    assert rel_err(b, a) <= LOGITS_RTOL
+
+
+def test_fast_left_padded_batch_equals_plain_at_every_position(model64):
+    """With padding the fast path keeps the plain attention, so even the (unused) pad positions agree."""
+    ids = np.random.default_rng(7).integers(0, 97, size=(2, 80))
+    mask = np.ones((2, 80), dtype=np.int64)
+    mask[0, :13] = 0
+    a, b, _, _ = both(model64, ids, attention_mask=mask)
+    assert rel_err(b, a) <= LOGITS_RTOL
+    a, b, _, _ = both(model64, ids, attention_mask=mask, logits_to_keep=2)
+    assert b.shape == (2, 2, 97) and rel_err(b, a) <= LOGITS_RTOL
+
+
+def test_row_major_weights_take_the_plain_products_and_agree():
+    """mmap=True keeps weights as stored (row-major): linear falls back to x @ W."""
+    c_order, f_order = random_model(column_major=False, seed=3), random_model(column_major=True, seed=3)
+    assert not c_order.params["h"][0]["attn"]["c_attn"]["weight"].flags.f_contiguous
+    ids = np.random.default_rng(0).integers(0, 97, size=(1, 20))
+    np.testing.assert_allclose(c_order(ids).logits, f_order(ids).logits, rtol=0, atol=1e-4)
+
+
+def test_every_fast_intermediate_is_float32(monkeypatch):
+    seen = []
+
+    def recording(name, f):
+        def wrapper(*args, **kwargs):
+            result = f(*args, **kwargs)
+            seen.append((name, result.dtype))
+            return result
+        return wrapper
+
+    for name in ("linear", "layer_norm_", "attend_causal_blocked", "softmax_", "gelu_new_"):
+        monkeypatch.setattr(fast, name, recording(name, getattr(fast, name)))
+    model = random_model(n_positions=100)
+    cache = model.new_cache(1, 41)
+    assert model(np.arange(40).reshape(1, 40), past_key_values=cache).logits.dtype == np.float32  # prefill
+    assert model(np.array([[3]]), past_key_values=cache).logits.dtype == np.float32  # a decoding step
+    assert {name for name, _ in seen} == {"linear", "layer_norm_", "attend_causal_blocked", "softmax_", "gelu_new_"}
+    assert all(dtype == np.float32 for _, dtype in seen), seen
+
+
+# ----------------------------------------------------------------------------------------------------
+# (4) generate: the same tokens either way; loading: column-major weights hold the file's values
+# ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shakespeare():
+    return GPT2.from_pretrained(MODELS / "tiny-shakespeare")
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(do_sample=False, max_new_tokens=30),
+    dict(do_sample=False, num_beams=4, max_new_tokens=20, num_return_sequences=2),
+    dict(do_sample=True, top_k=50, top_p=0.9, temperature=0.8, max_new_tokens=30),
+])
+def test_generate_gives_the_same_tokens_on_both_paths(shakespeare, kwargs):
+    ids = np.array([[5, 622, 2662, 46, 25, 198], [1722, 13, 4522, 12, 9, 11]])  # a batch of two prompts
+    out = {}
+    for is_fast in (False, True):
+        shakespeare.fast = is_fast
+        out[is_fast] = generate(shakespeare, ids, generation_config=GenerationConfig(**kwargs), seed=0,
+                                output_scores=True, return_dict_in_generate=True)
+    shakespeare.fast = True
+    assert np.array_equal(out[True].sequences, out[False].sequences)
+    for s_fast, s_plain in zip(out[True].scores, out[False].scores):
+        finite = np.isfinite(s_plain)
+        assert np.array_equal(finite, np.isfinite(s_fast))
+        np.testing.assert_allclose(s_fast[finite], s_plain[finite], rtol=0, atol=1e-4)
+
+
+def test_loaded_matrices_are_column_major_and_hold_the_file_values():
+    path = MODELS / "tiny-shakespeare" / "model.safetensors"
+    model = GPT2.from_pretrained(MODELS / "tiny-shakespeare")
+    header = read_header(path)
+    w = model.params["h"][1]["mlp"]["c_fc"]["weight"]
+    assert w.flags.f_contiguous and w.dtype == np.float32
+    stored = read_tensor(path, header["transformer.h.1.mlp.c_fc.weight"]).astype(np.float32)
+    assert np.array_equal(w, stored)
+    assert model.params["wpe"].flags.c_contiguous  # position embeddings stay row-major (a row is looked up)
+
+
+@given(st.integers(1, 70), st.integers(1, 70), st.integers(1, 20))
+def test_transpose_into_is_a_transpose(rows, cols, tile):
+    a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+    out = np.empty((cols, rows), dtype=np.float32)
+    transpose_into(out, a, tile=tile)
+    assert np.array_equal(out, a.T)
