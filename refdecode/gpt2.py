@@ -244,7 +244,9 @@ class CausalLMOutput:
 
 
 class GPT2:
-    """A GPT-2 language model: :class:`GPT2Config` + parameters; calling it runs :func:`gpt2`.
+    """A GPT-2 language model: :class:`GPT2Config` + parameters; calling it runs the forward pass:
+    :func:`refdecode.gpt2_fast.gpt2_fast` (the default, same math with fewer passes over memory) or,
+    with ``fast=False`` (or ``model.fast = False``), the plain :func:`gpt2` of this module.
 
     >>> model = GPT2.from_pretrained("models/gpt2-tiny")   # random weights, real vocabulary
     >>> out = model(np.array([[15496, 995]]))               # "Hello world"
