@@ -224,19 +224,22 @@ def main(args: argparse.Namespace) -> None:
           f"{workers['refdecode'].hello['versions']} | {workers['transformers'].hello['versions']}")
     print(f"batch 1, prompt {PROMPT_LEN}, exactly {NEW_TOKENS} new tokens; median of {args.rounds} alternating "
           f"rounds (prefill: {PREFILL_LEN}-token prompt, tokens/s = {PREFILL_LEN} / time to first token)\n")
-    print("| mode | refdecode tok/s | transformers tok/s | ratio | same tokens |")
-    print("|---|---:|---:|---:|---|")
+    print("| mode | refdecode tok/s | transformers tok/s | ratio | ratio per round (min-max) | same tokens |")
+    print("|---|---:|---:|---:|---:|---|")
     for mode in MODES:
         a, b = tok_s(mode, "refdecode"), tok_s(mode, "transformers")
+        # each round ran both libraries back to back, so its own ratio shows how much the machine moved
+        per_round = [t / r for r, t in zip(seconds[mode, "refdecode"], seconds[mode, "transformers"])]
         same = "n/a (different RNGs)" if mode == "sampling" else str(tokens[mode, libs[0]] == tokens[mode, libs[1]])
         extra = f" (TTFT {1e3 * statistics.median(seconds[mode, 'refdecode']):.0f} ms vs " \
                 f"{1e3 * statistics.median(seconds[mode, 'transformers']):.0f} ms)" if mode == "prefill512" else ""
-        print(f"| {mode}{extra} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {same} |")
+        print(f"| {mode}{extra} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {min(per_round):.2f}-{max(per_round):.2f}x "
+              f"| {same} |")
     load = {lib: workers[lib].hello["load_seconds"] for lib in libs}
     print(f"| peak RSS (MB, whole process) | {rss['refdecode']:.0f} | {rss['transformers']:.0f} | "
-          f"{rss['refdecode'] / rss['transformers']:.2f}x | |")
+          f"{rss['refdecode'] / rss['transformers']:.2f}x | | |")
     print(f"| load time (s, page cache) | {load['refdecode']:.3f} | {load['transformers']:.3f} | "
-          f"{load['refdecode'] / load['transformers']:.2f}x | |")
+          f"{load['refdecode'] / load['transformers']:.2f}x | | |")
     bw = statistics.median(bandwidth)
     bound = bw / step_bytes
     greedy = tok_s("greedy", "refdecode")
