@@ -213,7 +213,7 @@ def beam_sample(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
     logits_processor, criteria, pad_token_id, eos = loop_defaults(
         model, logits_processor, stopping_criteria, max_length, pad_token_id, eos_token_id)
     logits_warper = LogitsProcessorList(logits_warper if logits_warper is not None else [])
-    rng, draw = make_rng(rng, seed), draw if draw is not None else sampling_draw.multinomial
+    rng, draw = make_rng(rng, seed), draw if draw is not None else sampling_draw.multinomial_sparse
     _check_rows(input_ids, beam_scorer)
     batch, beams, prompt_len = beam_scorer.batch_size, beam_scorer.num_beams, input_ids.shape[1]
     beam_scores = np.zeros((batch, beams), dtype=np.float32)  # (B, K): all beams start live

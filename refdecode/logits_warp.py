@@ -180,7 +180,7 @@ def top_p_warp_finite(
     bits, the softmax denominator is still summed over a length-V row (zeros first, then the n sorted
     exponentials), since NumPy's pairwise sum groups by position. Rows that do not fit this picture (NaN,
     +inf, or fewer finite scores than ``min_tokens_to_keep``) go to :func:`top_p_warp`.
-    (GPT-2 124M sampling step: 0.7 ms -> 0.1 ms; tests/test_fast_paths.py checks equality.)
+    (One GPT-2-sized row after top-k=50: 1.28 ms -> 90 us; tests/test_fast_paths.py checks equality.)
 
     >>> s = np.log(np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32))
     >>> s[0, 4] = -np.inf                                      # as if top-k had removed token 4

@@ -6,7 +6,8 @@ act on the **raw logits**; ``scores`` records the warped scores (``-inf`` where 
 
 .. math:: y_t \sim \mathrm{softmax}\big(\mathrm{warpers}(\mathrm{processors}(y_{<t}, \mathrm{logits}_t))\big)
 
-The draw goes through ``draw`` (default :func:`refdecode.sampling_draw.multinomial`) with the
+The draw goes through ``draw`` (default :func:`refdecode.sampling_draw.multinomial_sparse`, which draws
+the same indices as :func:`~refdecode.sampling_draw.multinomial` from the non-zero entries only) with the
 ``np.random.Generator`` ``rng`` (or ``np.random.default_rng(seed)``): same seed, same tokens.
 Finished rows get ``pad_token_id``, as in greedy search. ``top_k=1`` gives greedy search's tokens.
 Docs: docs/sampling.md; the warpers: docs/temperature.md, docs/top-k.md, docs/top-p.md.
@@ -61,7 +62,7 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
     logits_warper = LogitsProcessorList(logits_warper if logits_warper is not None else [])
     if eos is not None and pad_token_id is None:
         raise ValueError("If `eos_token_id` is defined, make sure that `pad_token_id` is defined.")
-    rng, draw = make_rng(rng, seed), draw if draw is not None else sampling_draw.multinomial
+    rng, draw = make_rng(rng, seed), draw if draw is not None else sampling_draw.multinomial_sparse
     scores = () if (return_dict_in_generate and output_scores) else None
     raw_logits = () if (return_dict_in_generate and output_logits) else None
     unfinished = np.ones(input_ids.shape[0], dtype=np.int64)  # (N,)

@@ -124,3 +124,77 @@ def test_top_p_on_finite_scores_drops_a_token_whose_predecessors_mass_is_exactly
     got = top_p_warp_finite(scores, 0.75)
     np.testing.assert_array_equal(got, top_p_warp(scores, 0.75))
     assert np.flatnonzero(np.isfinite(got[0])).tolist() == [0, 1]
+
+
+# ----------------------------------------------------------------------------------------------------
+# the multinomial draw over the non-zero entries only (what sample / beam_sample use) == multinomial
+# ----------------------------------------------------------------------------------------------------
+
+from refdecode.sampling_draw import multinomial, multinomial_sparse  # noqa: E402
+
+
+@given(seed=st.integers(0, 2**32 - 1), draw_seed=st.integers(0, 2**32 - 1), vocab=st.integers(1, 200),
+       rows=st.integers(1, 4), zeros=st.floats(0.0, 0.99), replacement=st.booleans(), num_samples=st.integers(1, 6),
+       dtype=st.sampled_from([np.float32, np.float64]), tiny=st.booleans())
+@settings(deadline=None)
+def test_sparse_multinomial_draws_what_multinomial_draws(seed, draw_seed, vocab, rows, zeros, replacement,
+                                                        num_samples, dtype, tiny):
+    rng = np.random.default_rng(seed)
+    probs = rng.random((rows, vocab)).astype(dtype)
+    if tiny:  # mass spread over many orders of magnitude, some entries near underflow
+        probs = probs ** dtype(30.0)
+    probs[rng.random((rows, vocab)) < zeros] = 0.0
+    probs[:, rng.integers(vocab)] = dtype(0.5)  # every row keeps at least one non-zero entry
+    try:
+        want = multinomial(probs, num_samples, replacement, np.random.default_rng(draw_seed))
+    except ValueError as e:  # too few non-zero entries for a draw without replacement: the same error
+        with pytest.raises(ValueError, match=str(e)[:40].replace("(", r"\(").replace(")", r"\)")):
+            multinomial_sparse(probs, num_samples, replacement, np.random.default_rng(draw_seed))
+        return
+    got = multinomial_sparse(probs, num_samples, replacement, np.random.default_rng(draw_seed))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+def test_sparse_multinomial_on_a_gpt2_sized_top_k_row_and_the_rng_stream_afterwards():
+    from refdecode.numerics import softmax
+    scores = top_k_warp(np.random.default_rng(0).standard_normal((3, 50257)).astype(np.float32) * np.float32(4), 50)
+    probs = softmax(scores)
+    a, b = np.random.default_rng(7), np.random.default_rng(7)
+    for _ in range(20):
+        np.testing.assert_array_equal(multinomial_sparse(probs, 1, False, a), multinomial(probs, 1, False, b))
+    assert a.random() == b.random()  # both consumed the same uniforms
+
+
+def test_sparse_multinomial_takes_integer_and_1d_weights_like_multinomial():
+    for weights in (np.array([[1, 0, 2, 5]]), np.array([0.2, 0.0, 0.8])):
+        np.testing.assert_array_equal(multinomial_sparse(weights, 1, rng=np.random.default_rng(4)),
+                                      multinomial(weights, 1, rng=np.random.default_rng(4)))
+
+
+@pytest.mark.parametrize("bad", [np.array([[0.5, np.nan]]), np.array([[0.5, -0.1]]), np.array([[0.0, 0.0]]),
+                                 np.ones((1, 2, 2))])
+def test_sparse_multinomial_refuses_what_multinomial_refuses(bad):
+    with pytest.raises((ValueError, TypeError)) as plain:
+        multinomial(bad, 1, rng=np.random.default_rng(0))
+    with pytest.raises(plain.type, match=str(plain.value)[:20].replace("(", r"\(").replace("[", r"\[")):
+        multinomial_sparse(bad, 1, rng=np.random.default_rng(0))
+
+
+class ScriptedUniforms(np.random.Generator):
+    """A Generator whose ``random`` returns given values: lets a test hit a cumulative sum exactly."""
+
+    def __init__(self, values):
+        super().__init__(np.random.PCG64(0))
+        self.values = list(values)
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        return np.array([self.values.pop(0) for _ in range(size)], dtype=np.float64)
+
+
+@pytest.mark.parametrize("u, want", [(0.0, 1), (0.25, 3), (0.5, 4), (0.999, 4)])
+def test_sparse_multinomial_on_exact_cdf_boundaries(u, want):
+    """target = u * total landing exactly on a cumulative sum: the draw moves past it (cdf <= target)."""
+    probs = np.array([[0.0, 0.25, 0.0, 0.25, 0.5]])  # cdf [0, .25, .25, .5, 1]
+    for draw in (multinomial, multinomial_sparse):
+        assert draw(probs, 1, rng=ScriptedUniforms([u]))[0, 0] == want, draw.__name__
