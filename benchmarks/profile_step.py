@@ -34,7 +34,7 @@ from refdecode.generation_config import GenerationConfig  # noqa: E402
 from refdecode.gpt2 import attention_scores  # noqa: E402
 from refdecode.gpt2_fast import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402
 from refdecode.numerics import log_softmax, softmax  # noqa: E402
-from refdecode.sampling_draw import multinomial  # noqa: E402
+from refdecode.sampling_draw import multinomial_sparse  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
@@ -101,7 +101,7 @@ def profile(model: GPT2, mode: str, cache_len: int, reps: int, quiet: bool = Fal
             scores = t("processors (min_new_tokens)", procs, ids, logits)
             scores = t("warpers (temperature, top-k, top-p)", warpers, ids, scores)
             probs = t("softmax + multinomial draw", softmax, scores)
-            t("softmax + multinomial draw", multinomial, probs, 1, False, rng)
+            t("softmax + multinomial draw", multinomial_sparse, probs, 1, False, rng)  # what sample() draws with
         else:
             scores = t("log_softmax", log_softmax, logits)
             scores = t("processors (min_new_tokens)", procs, ids, scores)

@@ -6,7 +6,7 @@ place). :class:`~refdecode.gpt2.GPT2` runs this version unless it is made with `
 :mod:`refdecode.gpt2` to learn the model, read this file to see what a NumPy forward pass costs.
 
 What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-token prefill takes
-678 ms plain and 438 ms here; a decoding step 18.5 -> 17.7 ms with 1 row, 52.3 -> 42.6 ms with 4 beams.
+659 ms plain and 428 ms here; a decoding step 17.6 -> 17.1 ms with 1 row, 51.2 -> 42.6 ms with 4 beams.
 
 1. **Causal attention by query blocks** (:func:`attend_causal_blocked`). The plain :func:`~refdecode.gpt2.attend`
    builds the full (T, S + T) score matrix and then overwrites the future half with ``finfo.min``; for a
