@@ -18,6 +18,7 @@ import json
 import numpy as np
 import pytest
 from conftest import GOLDEN, MODELS
+from test_gpt2 import rel_err
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,10 +31,6 @@ from refdecode.numerics import gelu_new, softmax
 
 GOLDEN_MODELS = ["save_pretrained", "hub", "f16_gelu", "bf16_relu"]
 LOGITS_RTOL = 1e-5  # fast vs plain, relative to the largest |logit|: float32 rounding, 10x below the golden RTOL
-
-
-def rel_err(got: np.ndarray, want: np.ndarray) -> float:
-    return float(np.abs(got - want).max() / np.abs(want).max())
 
 
 def random_model(n_embd: int = 128, n_head: int = 2, n_layer: int = 2, n_positions: int = 300, seed: int = 0,
