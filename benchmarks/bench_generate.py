@@ -7,6 +7,9 @@ repository root::
     .venv-bench/bin/pip install torch==2.13.0 && .venv-bench/bin/pip install -e ".[bench]"
     .venv-bench/bin/python benchmarks/bench_generate.py [--rounds 3] [--threads 2]
 
+With the ``oracle`` extra instead (``.venv-oracle``, transformers 4.38.2) the same script compares against
+4.38.2, the version the golden files come from.
+
 What it does:
 
 1) Creates ``benchmarks/_checkpoints/gpt2-124m-random/`` once (gitignored): transformers' ``GPT2LMHeadModel``
