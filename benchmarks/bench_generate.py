@@ -1,6 +1,6 @@
 """refdecode.generate vs the newest transformers generate, GPT-2-124M-shaped, same run, alternating rounds.
 
-Not a test. Needs the ``bench`` extra (torch 2.13.0 CPU, transformers 5.x, psutil) in its own venv; from the
+Not a test. Needs the ``bench`` extra (torch 2.13.0 CPU, transformers 5.x) in its own venv; from the
 repository root::
 
     python3 -m venv .venv-bench
