@@ -12,6 +12,7 @@ Contract: prompt text in, generated text on stdout; every generation option is a
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -65,10 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         options.setdefault("max_new_tokens", 40)
     input_ids, attention_mask = tokenizer.encode_batch([args.prompt])
     sequences = generate(model, input_ids, attention_mask=attention_mask, seed=args.seed, **options)
-    for i, row in enumerate(sequences):
-        if len(sequences) > 1:
-            print(f"--- sequence {i}")
-        print(tokenizer.decode(row, skip_special_tokens=True), flush=True)
+    try:
+        for i, row in enumerate(sequences):
+            if len(sequences) > 1:
+                print(f"--- sequence {i}")
+            print(tokenizer.decode(row, skip_special_tokens=True), flush=True)
+    except BrokenPipeError:  # `refdecode ... | head`: the reader left; stop quietly (Python docs' recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 
