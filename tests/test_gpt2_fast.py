@@ -49,7 +49,6 @@ def random_model(n_embd: int = 128, n_head: int = 2, n_layer: int = 2, n_positio
                        f"h.{i}.mlp.c_proj.weight": (I, E), f"h.{i}.mlp.c_proj.bias": (E,)})
     flat = {k: (rng.standard_normal(s, dtype=np.float32) * np.float32(0.2)) + (1.0 if k.endswith("ln_1.weight")
             or k.endswith("ln_2.weight") or k == "ln_f.weight" else 0.0) for k, s in shapes.items()}
-    flat = {k: v.astype(np.float32) for k, v in flat.items()}
     if column_major:
         flat = {k: np.asfortranarray(v) if ".c_" in k and k.endswith("weight") else v for k, v in flat.items()}
     return GPT2(cfg, nest(flat))
