@@ -53,7 +53,27 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+# ---- subcommands
+# ``refdecode NAME ...`` runs a subcommand when NAME is a key of SUBCOMMANDS; anything else is a prompt
+# for the generation command. To register one, add ``"name": "refdecode.module:function"`` here, where
+# ``function(argv: list[str]) -> int`` parses ``argv`` (the arguments after NAME) itself and returns the
+# exit status. The module is imported only when its subcommand runs, so cli.py imports none of them.
+# (A prompt that equals a subcommand's name can still be generated from: ``refdecode -- NAME``.)
+SUBCOMMANDS: dict[str, str] = {}
+
+
+def _run_subcommand(name: str, argv: list[str]) -> int:
+    """Import ``SUBCOMMANDS[name]`` ("module:function") and call it on the remaining arguments."""
+    import importlib
+
+    module, _, function = SUBCOMMANDS[name].partition(":")
+    return int(getattr(importlib.import_module(module), function)(argv) or 0)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return _run_subcommand(argv[0], argv[1:])
     args = _parser().parse_args(argv)
     model = GPT2.from_pretrained(args.model)
     tokenizer = Tokenizer(args.model)

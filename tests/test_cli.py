@@ -22,3 +22,21 @@ def test_a_closed_pipe_ends_the_cli_without_a_traceback():
     _, err = proc.communicate(timeout=120)
     assert "Traceback" not in err.decode(), err.decode()
     assert proc.returncode == 1
+
+
+_SEEN: list[list[str]] = []
+
+
+def _record_argv(argv):
+    _SEEN.append(argv)
+    return 3
+
+
+def test_a_registered_subcommand_gets_the_remaining_arguments(monkeypatch):
+    """``refdecode NAME args`` calls the registered ``module:function`` with ``args`` and returns its status."""
+    from refdecode import cli
+
+    _SEEN.clear()
+    monkeypatch.setitem(cli.SUBCOMMANDS, "echo-test", "test_cli:_record_argv")
+    assert cli.main(["echo-test", "a", "--b"]) == 3
+    assert _SEEN == [["a", "--b"]]
