@@ -150,3 +150,41 @@ assert found == {2: "The nice woman", 3: "The car drives"}
 # **What to remember.** Greedy is beam search with one beam. More beams search more of the tree,
 # but only exhaustive search (V^n sequences: impossible for a real model, V = 50257) is guaranteed
 # to find the most probable sequence. Next: tutorial 02 replaces the table with GPT-2.
+
+# %% [markdown]
+# ## Exercises
+#
+# Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
+# on a set of cases (the edges where implementations usually go wrong, then random ones) against
+# refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
+# the first case that differs: its input, refdecode's answer and yours.
+#
+# 1. **`sequence_probability(table, tokens)`**: the probability of `tokens[1:]` following `tokens[0]`
+#    under a bigram table (`table[a, b]` = P(b | a), float32 (V, V)). Compare: `sequence_prob` above.
+# 2. **`greedy_path(table, start, steps)`**: the `steps` token ids greedy search appends to `[start]`
+#    (a list of ints, without `start`). Ties: the lowest id, as `np.argmax`.
+# 3. **`beams_miss_the_best()`**: return a tree like `TOY_TREE` (change a few numbers) whose most probable
+#    2-word continuation of "The" is missed by 2 beams and found by 3 -- and does **not** start with
+#    "car" (that one is above). Hint: which first words do 2 beams keep after step 1?
+#
+# Solutions: `tutorials/solutions/lab01_toy_model.py` (run it to see the checker pass). Try first.
+
+# %%
+from _labs import check  # noqa: E402
+
+
+def sequence_probability(table, tokens):
+    raise NotImplementedError   # YOUR CODE: a float
+
+
+def greedy_path(table, start, steps):
+    raise NotImplementedError   # YOUR CODE: a list of `steps` ints
+
+
+def beams_miss_the_best():
+    raise NotImplementedError   # YOUR CODE: dict(TOY_TREE, The={...}, ...)
+
+
+check("sequence_probability", sequence_probability)
+check("greedy_path", greedy_path)
+check("beams_miss_the_best", beams_miss_the_best)

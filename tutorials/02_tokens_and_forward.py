@@ -175,3 +175,34 @@ assert attention_mask.sum(axis=1).tolist() == [3, 1]
 # **What to remember.** `model(input_ids, attention_mask=, past_key_values=)` returns logits for
 # the new tokens and the grown cache. The decoding loops of the next tutorials call it once for the
 # prompt (prefill) and then once per step with the chosen token(s).
+
+# %% [markdown]
+# ## Exercises
+#
+# Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
+# on a set of cases (the edges where implementations usually go wrong, then random ones) against
+# refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
+# the first case that differs: its input, refdecode's answer and yours.
+#
+# 1. **`position_ids(attention_mask)`**: the position ids GPT-2 gets for a left-padded batch
+#    (int (B, T)): real tokens count from 0, pad positions are set to 1 (what transformers' generation does).
+# 2. **`reorder_rows(keys, beam_idx)`**: the keys of one layer, float32 (N, H, S, D), after a beam step
+#    whose `beam_idx` says "new row i continues old row beam_idx[i]" (`cache.reorder`).
+#    Try it on document 003's `[2, 1, 1, 0]`: one row is copied twice and one is dropped.
+#
+# Solutions: `tutorials/solutions/lab02_tokens_and_forward.py` (run it to see the checker pass). Try first.
+
+# %%
+from _labs import check  # noqa: E402
+
+
+def position_ids(attention_mask):
+    raise NotImplementedError   # YOUR CODE: int (B, T)
+
+
+def reorder_rows(keys, beam_idx):
+    raise NotImplementedError   # YOUR CODE: float32 (N, H, S, D)
+
+
+check("position_ids", position_ids)
+check("reorder_rows", reorder_rows)

@@ -209,3 +209,41 @@ assert np.array_equal(scores, logits_processor(input_ids, model(input_ids).logit
 # **What to remember.** Processors change the scores, the loop only takes the argmax. Greedy is
 # deterministic: the same prompt always gives the same text, loops included. Tutorial 04 replaces
 # the argmax with a random draw.
+
+# %% [markdown]
+# ## Exercises
+#
+# Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
+# on a set of cases (the edges where implementations usually go wrong, then random ones) against
+# refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
+# the first case that differs: its input, refdecode's answer and yours.
+#
+# 1. **`repetition_penalty(input_ids, scores, penalty)`**: `RepetitionPenaltyLogitsProcessor` by hand
+#    (input_ids int (N, T), scores float32 (N, V); return new scores, do not change `scores`).
+#    Mind the sign: what must happen to a *negative* score of a repeated token?
+# 2. **`no_repeat_ngram_banned(row, n)`**: the sorted list of tokens that `NoRepeatNGramLogitsProcessor(n)`
+#    bans after the token list `row` (those that would repeat an n-gram already in `row`).
+# 3. **`min_length(input_ids, scores, min_length, eos_token_id)`**: `MinLengthLogitsProcessor` by hand.
+#    Is a sequence of exactly `min_length` tokens still too short? (The length includes the prompt.)
+#
+# Solutions: `tutorials/solutions/lab03_greedy.py` (run it to see the checker pass). Try first.
+
+# %%
+from _labs import check  # noqa: E402
+
+
+def repetition_penalty(input_ids, scores, penalty):
+    raise NotImplementedError   # YOUR CODE: float32 (N, V)
+
+
+def no_repeat_ngram_banned(row, n):
+    raise NotImplementedError   # YOUR CODE: a sorted list of token ids
+
+
+def min_length(input_ids, scores, min_length, eos_token_id):
+    raise NotImplementedError   # YOUR CODE: float32 (N, V)
+
+
+check("repetition_penalty", repetition_penalty)
+check("no_repeat_ngram_banned", no_repeat_ngram_banned)
+check("min_length", min_length)

@@ -181,3 +181,40 @@ assert np.array_equal(one, greedy_search(model, prompt, max_length=T + 25, pad_t
 # and its generator is an argument. torch and NumPy have different random streams, so refdecode
 # reproduces transformers' *distributions*, not its draws (the tests replay transformers' draws
 # through `draw=`). Tutorial 05 goes back to search: beam search.
+
+# %% [markdown]
+# ## Exercises
+#
+# Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
+# on a set of cases (the edges where implementations usually go wrong, then random ones) against
+# refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
+# the first case that differs: its input, refdecode's answer and yours.
+#
+# 1. **`temperature_softmax(logits, temperature)`**: the probabilities after temperature, float32 (N, V).
+# 2. **`top_k_filter(scores, top_k)`**: `TopKLogitsWarper(top_k)` by hand: -inf for every score below the
+#    k-th largest. What happens to tokens *tied* with the k-th largest score?
+# 3. **`llama_top_p(probs, p)`**: top-p the llama way (source document 001's `sample_top_p`): sort the
+#    probabilities, zero a token when the mass *before* it exceeds `p`, renormalise; return the
+#    probabilities in vocabulary order, float32 (N, V). Compare with `llama_top_p_probs` above.
+#
+# Solutions: `tutorials/solutions/lab04_sampling.py` (run it to see the checker pass). Try first.
+
+# %%
+from _labs import check  # noqa: E402
+
+
+def temperature_softmax(logits, temperature):
+    raise NotImplementedError   # YOUR CODE: float32 (N, V), rows sum to 1
+
+
+def top_k_filter(scores, top_k):
+    raise NotImplementedError   # YOUR CODE: float32 (N, V) with -inf outside the top k
+
+
+def llama_top_p(probs, p):
+    raise NotImplementedError   # YOUR CODE: float32 (N, V), rows sum to 1
+
+
+check("temperature_softmax", temperature_softmax)
+check("top_k_filter", top_k_filter)
+check("llama_top_p", llama_top_p)

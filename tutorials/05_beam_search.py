@@ -172,3 +172,36 @@ print(f"sum log p: greedy {greedy_logprob:.3f}, beam {sum(logprobs):.3f}")
 # into a pool of K finished hypotheses, and stops when the pool cannot be beaten. The length
 # penalty (default 1.0, *not* neutral) and `early_stopping` decide what "beaten" means.
 # Tutorial 06 makes the K beams differ from each other.
+
+# %% [markdown]
+# ## Exercises
+#
+# Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
+# on a set of cases (the edges where implementations usually go wrong, then random ones) against
+# refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
+# the first case that differs: its input, refdecode's answer and yours.
+#
+# 1. **`hypothesis_score(sum_logprobs, generated_len, length_penalty)`**: the score `BeamHypotheses.add`
+#    gives a finished hypothesis. Which length: the generated tokens or the whole sequence?
+# 2. **`is_done(worst_score, best_sum_logprobs, cur_len, length_penalty, early_stopping, max_length,
+#    decoder_prompt_len)`**: `BeamHypotheses.is_done` for a pool that is already full (it holds
+#    `num_beams` hypotheses, the worst scoring `worst_score`), for `early_stopping` True, False and
+#    "never". A bool.
+#
+# Solutions: `tutorials/solutions/lab05_beam_search.py` (run it to see the checker pass). Try first.
+
+# %%
+from _labs import check  # noqa: E402
+
+
+def hypothesis_score(sum_logprobs, generated_len, length_penalty):
+    raise NotImplementedError   # YOUR CODE: a float
+
+
+def is_done(worst_score, best_sum_logprobs, cur_len, length_penalty, early_stopping, max_length,
+            decoder_prompt_len):
+    raise NotImplementedError   # YOUR CODE: True or False
+
+
+check("hypothesis_score", hypothesis_score)
+check("is_done", is_done)

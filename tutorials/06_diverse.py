@@ -166,3 +166,36 @@ assert all(0 < distinct_n(s, n) <= 1 and 0 <= overlap_n(s, n) <= 1 for s in tabl
 # between groups and stays deterministic. Neither is free: diverse sequences are, by construction,
 # less probable than plain beam search's. Tutorial 07 reaches all of these through one call,
 # `generate()`.
+
+# %% [markdown]
+# ## Exercises
+#
+# Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
+# on a set of cases (the edges where implementations usually go wrong, then random ones) against
+# refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
+# the first case that differs: its input, refdecode's answer and yours.
+#
+# 1. **`hamming_penalty(scores, previous_tokens, diversity_penalty)`**: the Hamming diversity penalty for
+#    the rows of one group (float32 (group size, V)), given the tokens the earlier groups chose at this
+#    step (`previous_tokens`, int (n,)). A token two earlier beams chose is penalised twice.
+# 2. **`top_candidates(total, n)`**: the `n` best candidates of each prompt from the beams' total scores
+#    float32 (B, K, V): scores, beam and token, each (B, n), best first, ties by lower `beam * V + token`.
+#    All K*V candidates compete together: at step 1 of beam search (other beams at -1e9) every one
+#    comes from beam 0.
+#
+# Solutions: `tutorials/solutions/lab06_diverse.py` (run it to see the checker pass). Try first.
+
+# %%
+from _labs import check  # noqa: E402
+
+
+def hamming_penalty(scores, previous_tokens, diversity_penalty):
+    raise NotImplementedError   # YOUR CODE: float32 (group size, V)
+
+
+def top_candidates(total, n):
+    raise NotImplementedError   # YOUR CODE: (scores, beams, tokens), each (B, n)
+
+
+check("hamming_penalty", hamming_penalty)
+check("top_candidates", top_candidates)

@@ -193,3 +193,42 @@ assert out.shape[0] == 2 * 2 and out.shape[1] <= input_ids.shape[1] + 10        
 # **What to remember.** `generate` = config -> processors/warpers -> one of five loops. When a
 # result surprises you, call the loop yourself with the objects `generate` would build (section 2)
 # and look inside (tutorials 03-06).
+
+# %% [markdown]
+# ## Exercises
+#
+# Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
+# on a set of cases (the edges where implementations usually go wrong, then random ones) against
+# refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
+# the first case that differs: its input, refdecode's answer and yours.
+#
+# 1. **`generation_mode(config)`**: which loop `generate()` runs for a dict of GenerationConfig fields
+#    (`{"num_beams": 4, "do_sample": True}` -> `"beam_sample"`): one of "greedy_search", "sample",
+#    "beam_search", "beam_sample", "group_beam_search".
+# 2. **`stop_on_token`**: a `StoppingCriteria` subclass, built as `stop_on_token(token_id)`, that stops
+#    generation once the last token of every row is `token_id`. The checker passes it to `generate`
+#    (`stopping_criteria=[...]`) and compares with a model whose eos is that token.
+#
+# Solutions: `tutorials/solutions/lab07_generate.py` (run it to see the checker pass). Try first.
+
+# %%
+from _labs import check  # noqa: E402
+
+
+from refdecode import StoppingCriteria
+
+
+def generation_mode(config):
+    raise NotImplementedError   # YOUR CODE: a string
+
+
+class stop_on_token(StoppingCriteria):
+    def __init__(self, token_id):
+        self.token_id = token_id
+
+    def __call__(self, input_ids, scores, **kwargs):
+        raise NotImplementedError   # YOUR CODE: True to stop
+
+
+check("generation_mode", generation_mode)
+check("stop_on_token", stop_on_token)
