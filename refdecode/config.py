@@ -18,12 +18,19 @@ Docs: docs/gpt2.md.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .numerics import ACT2FN
+from .validation import (
+    check_boolean,
+    check_choice,
+    check_float,
+    check_integer,
+    check_token_ids,
+    read_json_file,
+)
 
 __all__ = ["GPT2Config"]
 
@@ -66,28 +73,41 @@ class GPT2Config:
     tie_word_embeddings: bool = True
 
     def __post_init__(self) -> None:
+        """Check every field (refdecode/validation.py's meaning of integer, float, boolean) and normalise it.
+
+        transformers' ``PretrainedConfig`` takes any JSON value, so ``"scale_attn_weights": "false"`` (a
+        truthy string) ran as True there; here it is refused, as are floats for sizes and NaN epsilons.
+        """
+        values: dict[str, Any] = {}
         for name in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be an integer >= 1, got {value!r}")
-        if self.n_inner is not None and (isinstance(self.n_inner, bool) or not isinstance(self.n_inner, int)
-                                         or self.n_inner < 1):
-            raise ValueError(f"`n_inner` must be None or an integer >= 1, got {self.n_inner!r}")
-        if self.n_embd % self.n_head != 0:
+            values[name] = check_integer(name, getattr(self, name), minimum=1)
+        values["n_inner"] = check_integer("n_inner", self.n_inner, minimum=1, allow_none=True)
+        if values["n_embd"] % values["n_head"] != 0:
             raise ValueError(
                 f"`n_embd` must be divisible by `n_head`, got n_embd={self.n_embd} and n_head={self.n_head}"
             )
-        if self.activation_function not in ACT2FN:
-            raise ValueError(
-                f"`activation_function` must be one of {sorted(ACT2FN)}, got {self.activation_function!r}"
-            )
-        eps = self.layer_norm_epsilon
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps > 0:
-            raise ValueError(f"`layer_norm_epsilon` must be a float > 0, got {eps!r}")
+        values["activation_function"] = check_choice("activation_function", self.activation_function,
+                                                     sorted(ACT2FN))
+        values["layer_norm_epsilon"] = check_float("layer_norm_epsilon", self.layer_norm_epsilon, minimum=0.0,
+                                                   min_open=True)
         for name in ("bos_token_id", "eos_token_id"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise ValueError(f"`{name}` must be None or an integer >= 0, got {value!r}")
+            values[name] = check_token_ids(name, getattr(self, name), allow_list=False)
+        for name in ("scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+                     "tie_word_embeddings"):
+            values[name] = check_boolean(name, getattr(self, name))
+        for name, value in values.items():
+            object.__setattr__(self, name, value)  # frozen: normalised once, here
+
+    def n_params(self) -> int:
+        """Number of float32 weights the checkpoint must hold (biases and LayerNorms included).
+
+        >>> GPT2Config().n_params()   # GPT-2 124M (tied LM head counted once)
+        124439808
+        """
+        E, F, V = self.n_embd, self.inner_dim, self.vocab_size
+        per_layer = 2 * E + (E * 3 * E + 3 * E) + (E * E + E) + 2 * E + (E * F + F) + (F * E + E)
+        lm_head = 0 if self.tie_word_embeddings else V * E
+        return V * E + self.n_positions * E + self.n_layer * per_layer + 2 * E + lm_head
 
     @property
     def head_dim(self) -> int:
@@ -122,10 +142,8 @@ class GPT2Config:
         path = Path(path)
         if path.is_dir():
             path = path / "config.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"config file not found: {path}")
+        d = read_json_file(path, "config file")  # regular UTF-8 JSON object, errors name the file
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from e
-        return cls.from_dict(d)
+            return cls.from_dict(d)
+        except ValueError as e:  # ArgumentTypeError included
+            raise type(e)(f"{path}: {e}") from None

@@ -22,10 +22,22 @@ ValueError: `num_return_sequences` (5) has to be smaller or equal to `num_beams`
 from __future__ import annotations
 
 import dataclasses
-import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .validation import (
+    ArgumentTypeError,
+    check_boolean,
+    check_choice,
+    check_float,
+    check_integer,
+    check_probability,
+    check_token_ids,
+    describe,
+    read_json_file,
+)
 
 __all__ = ["GenerationConfig", "generation_mode", "model_generation_config"]
 
@@ -110,22 +122,12 @@ class GenerationConfig:
         transformers' own checks (``GenerationConfig.validate``): early_stopping in {True, False,
         "never"}; max_new_tokens > 0; group beam search needs do_sample=False, num_beams divisible
         by num_beam_groups and diversity_penalty > 0; num_return_sequences is 1 for greedy and
-        <= num_beams for beam methods. refdecode adds type/range checks transformers leaves to a
-        later crash (num_beams >= 1, max_length >= 1, ...).
+        <= num_beams for beam methods. refdecode first checks every field's type and range
+        (:data:`_FIELD_RULES`), where transformers lets a wrong value through to a later crash or to
+        a silent other meaning (``early_stopping=1.0`` ran as ``"never"``, ``pad_token_id=7.9`` as 7),
+        and stores the normalised value (``np.int64(5)`` -> ``5``, ``np.True_`` -> ``True``).
         """
-        if self.early_stopping not in {True, False, "never"} or isinstance(self.early_stopping, int) and \
-                not isinstance(self.early_stopping, bool):
-            raise ValueError(f"`early_stopping` must be a boolean or 'never', but is {self.early_stopping}.")
-        for name in ("max_length", "num_beams", "num_beam_groups", "num_return_sequences"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"`{name}` has to be a positive integer, but is {value!r}")
-        if self.max_new_tokens is not None and (not isinstance(self.max_new_tokens, int) or self.max_new_tokens <= 0):
-            raise ValueError(f"`max_new_tokens` must be greater than 0, but is {self.max_new_tokens}.")
-        if not isinstance(self.min_length, int) or self.min_length < 0:
-            raise ValueError(f"`min_length` has to be a non-negative integer, but is {self.min_length!r}")
-        if self.min_new_tokens is not None and (not isinstance(self.min_new_tokens, int) or self.min_new_tokens < 0):
-            raise ValueError(f"`min_new_tokens` has to be a non-negative integer, but is {self.min_new_tokens!r}")
+        _check_fields(self)  # refdecode: every field's type and range (refdecode/validation.py), normalised
         if self.num_beams > 1 and (self.diversity_penalty != 0.0 or self.num_beam_groups != 1):
             prefix = ("`diversity_penalty` is not 0.0 or `num_beam_groups` is not 1, triggering group beam search. "
                       "In this generation mode, ")
@@ -144,16 +146,6 @@ class GenerationConfig:
             if self.num_beams > 1 and self.num_return_sequences > self.num_beams:
                 raise ValueError(f"`num_return_sequences` ({self.num_return_sequences}) has to be smaller or equal "
                                  f"to `num_beams` ({self.num_beams}).")
-        # refdecode: transformers ignores top_p >= 1 and builds no warper; a value outside [0, 1] is a typo
-        if self.top_p is not None and not 0.0 <= self.top_p <= 1.0:
-            raise ValueError(f"`top_p` has to be a float in [0, 1], but is {self.top_p!r}")
-        if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 0):
-            raise ValueError(f"`top_k` has to be a non-negative integer (0 = off), but is {self.top_k!r}")
-        if self.eos_token_id is not None:
-            eos = self.eos_token_id if isinstance(self.eos_token_id, list) else [self.eos_token_id]
-            if not eos or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in eos):
-                raise ValueError(f"`eos_token_id` has to be a non-negative integer or a non-empty list of them, "
-                                 f"but is {self.eos_token_id!r}")
         for name, inactive in _UNIMPLEMENTED.items():
             value = getattr(self, name)
             if not inactive(value):
@@ -180,9 +172,16 @@ class GenerationConfig:
 
     @classmethod
     def from_json_file(cls, path: str | Path) -> GenerationConfig:
-        """Read a transformers ``generation_config.json`` (unknown keys such as ``_from_model_config`` ignored)."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
+        """Read a transformers ``generation_config.json`` (unknown keys such as ``_from_model_config`` ignored).
+
+        Regular files only (a FIFO is refused, not waited on); a file that is not UTF-8 JSON holding an
+        object, or holds a bad value, raises an error naming the file (:func:`~refdecode.validation.read_json_file`).
+        """
+        values = read_json_file(path, "generation config")
+        try:
+            return cls.from_dict(values)
+        except ValueError as e:  # ArgumentTypeError included
+            raise type(e)(f"{path}: {e}") from None
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path) -> GenerationConfig:
@@ -208,6 +207,108 @@ class GenerationConfig:
     def to_dict(self) -> dict[str, Any]:
         """All fields as a plain dict."""
         return dataclasses.asdict(self)
+
+
+# ---- per-field rules (refdecode): type and range of every field, before transformers' relational checks
+
+
+def _integer(minimum: int | None = None, allow_none: bool = False) -> Any:
+    return lambda name, v: check_integer(name, v, minimum=minimum, allow_none=allow_none)
+
+
+def _number(minimum: float | None = None, min_open: bool = False, allow_none: bool = False) -> Any:
+    return lambda name, v: check_float(name, v, minimum=minimum, min_open=min_open, allow_none=allow_none)
+
+
+def _boolean(allow_none: bool = False) -> Any:
+    return lambda name, v: check_boolean(name, v, allow_none=allow_none)
+
+
+def _off_if_not_positive(name: str, v: Any) -> int | None:
+    """An n-gram size: transformers builds no processor for a value <= 0, so a negative one is "off"; said so."""
+    v = check_integer(name, v, allow_none=True)
+    if v is not None and v < 0:
+        warnings.warn(f"`{name}` is {v}; a negative size switches the n-gram ban off, as 0 does "
+                      "(transformers 4.38.2 does the same, silently)", UserWarning, stacklevel=5)
+    return v
+
+
+def _max_time(name: str, v: Any) -> float | None:
+    """Seconds, or None; a negative budget is spent at once: generation stops after the first token."""
+    v = check_float(name, v, allow_none=True, allow_inf=True)
+    if v is not None and v < 0:
+        warnings.warn(f"`max_time` is {v} s; a negative time limit stops generation after the first token "
+                      "(as in transformers 4.38.2)", UserWarning, stacklevel=5)
+    return v
+
+
+def _type_only(kind: type | tuple[type, ...], allowed: str) -> Any:
+    def check(name: str, v: Any) -> Any:
+        if v is not None and not isinstance(v, kind):
+            raise ArgumentTypeError(f"`{name}` must be {allowed} or None, got {describe(v)}")
+        return v
+    return check
+
+
+#: field -> check(name, value) -> normalised value; raises ArgumentTypeError (a TypeError and a ValueError)
+#: or ValueError naming the field, the allowed values and the value received. Fields refdecode does not
+#: implement get a type check here and the "inactive value" check of ``_UNIMPLEMENTED``.
+_FIELD_RULES: dict[str, Any] = {
+    "max_length": _integer(minimum=1),
+    "max_new_tokens": _integer(minimum=1, allow_none=True),
+    "min_length": _integer(minimum=0),
+    "min_new_tokens": _integer(minimum=0, allow_none=True),
+    "early_stopping": lambda name, v: check_choice(name, v, (True, False, "never")),
+    "max_time": _max_time,
+    "do_sample": _boolean(),
+    "num_beams": _integer(minimum=1),
+    "num_beam_groups": _integer(minimum=1),
+    "penalty_alpha": _number(allow_none=True),
+    "use_cache": _boolean(),
+    "temperature": _number(allow_none=True),  # > 0 is checked by the warper, when sampling uses it
+    "top_k": _integer(minimum=0, allow_none=True),
+    "top_p": lambda name, v: check_probability(name, v, allow_none=True),
+    "typical_p": _number(allow_none=True),
+    "epsilon_cutoff": _number(allow_none=True),
+    "eta_cutoff": _number(allow_none=True),
+    "diversity_penalty": _number(minimum=0.0),
+    "repetition_penalty": _number(minimum=0.0, min_open=True, allow_none=True),
+    "encoder_repetition_penalty": _number(allow_none=True),
+    "length_penalty": _number(),  # the bound that keeps length ** length_penalty finite: generate()
+    "no_repeat_ngram_size": _off_if_not_positive,
+    "renormalize_logits": _boolean(),
+    "forced_bos_token_id": lambda name, v: check_token_ids(name, v, allow_list=False),
+    "forced_eos_token_id": lambda name, v: check_token_ids(name, v),
+    "remove_invalid_values": _boolean(),
+    "guidance_scale": _number(allow_none=True),
+    "low_memory": _boolean(allow_none=True),
+    "num_return_sequences": _integer(minimum=1),
+    "output_attentions": _boolean(),
+    "output_hidden_states": _boolean(),
+    "output_scores": _boolean(),
+    "output_logits": _boolean(allow_none=True),
+    "return_dict_in_generate": _boolean(),
+    "pad_token_id": lambda name, v: check_token_ids(name, v, allow_list=False),
+    "bos_token_id": lambda name, v: check_token_ids(name, v, allow_list=False),
+    "eos_token_id": lambda name, v: check_token_ids(name, v),
+    "encoder_no_repeat_ngram_size": _off_if_not_positive,
+    "decoder_start_token_id": lambda name, v: check_token_ids(name, v),
+    "num_assistant_tokens": _integer(minimum=0),
+    "num_assistant_tokens_schedule": _type_only(str, "a string"),
+    "cache_implementation": _type_only(str, "a string"),
+    "prompt_lookup_num_tokens": _integer(minimum=0, allow_none=True),
+    "generation_kwargs": _type_only(dict, "a dict"),
+    "transformers_version": _type_only(str, "a string"),
+}
+
+
+def _check_fields(config: GenerationConfig) -> None:
+    """Check every field with its rule and store the normalised value (Python int/float/bool)."""
+    for name, rule in _FIELD_RULES.items():
+        value = getattr(config, name)
+        checked = rule(name, value)
+        if checked is not value:
+            object.__setattr__(config, name, checked)
 
 
 _DEFAULTS = {f.name: (f.default if f.default is not dataclasses.MISSING else {})

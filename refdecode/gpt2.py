@@ -282,7 +282,9 @@ class GPT2:
             raise FileNotFoundError(f"model directory not found: {path}")
         config = GPT2Config.from_json_file(path / "config.json")
         gen_path = path / "generation_config.json"
-        generation_config = GenerationConfig.from_json_file(gen_path) if gen_path.exists() else None
+        # optional, but a dangling symlink is reported rather than skipped (exists() is False for it)
+        present = gen_path.exists() or gen_path.is_symlink()
+        generation_config = GenerationConfig.from_json_file(gen_path) if present else None
         return cls(config, load_params(path / "model.safetensors", config, mmap=mmap), generation_config)
 
     def new_cache(self, batch_size: int, capacity: int) -> KVCache:

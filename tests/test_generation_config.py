@@ -102,3 +102,110 @@ def test_load_generation_config_json(tmp_path):
 def test_from_model_config_takes_token_ids():
     cfg = GenerationConfig.from_model_config(GPT2Config(vocab_size=10, bos_token_id=3, eos_token_id=4))
     assert (cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id) == (3, 4, None)
+
+
+# ---- bad-input catalogue (issue 14): each value once meant something else or crashed later
+
+
+def _early_stopping_model():
+    """A bigram table (seed 0, V=6, eos 0) on which early_stopping True and "never" give different beams."""
+    import numpy as np
+
+    from refdecode.testing import TableModel
+    return TableModel(np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32), eos_token_id=0)
+
+
+def test_early_stopping_numpy_bool_runs_as_bool_and_float_is_refused():
+    """``early_stopping=1.0`` passed ``in {True, False, "never"}`` (1.0 == True) and then failed ``is True``,
+    so it ran as "never"; ``np.True_`` did the same. Now np.True_ is True, 1.0 / 0.0 / 1 are refused."""
+    import numpy as np
+
+    from refdecode.generate import generate
+    model, prompt = _early_stopping_model(), np.array([[3]])
+    run = lambda es: generate(model, prompt, num_beams=2, max_length=12, early_stopping=es).tolist()  # noqa: E731
+    assert run(True) == [[3, 3, 1, 0]] and run("never") == [[3] * 12]  # the two rules differ here
+    assert run(np.True_) == run(True) and run(np.False_) == run(False)
+    assert GenerationConfig(early_stopping=np.True_).early_stopping is True
+    for value in (1.0, 0.0, 1, 0, "True"):
+        with pytest.raises(ValueError, match="`early_stopping` must be one of True, False, 'never'"):
+            GenerationConfig(early_stopping=value)
+
+
+@pytest.mark.parametrize("value", [7.9, True, [3], "3", -1])
+def test_pad_token_id_must_be_a_token_id(value):
+    """``pad_token_id=7.9`` padded with 7, ``True`` with 1, ``[3]`` with 3."""
+    with pytest.raises(ValueError, match=r"`pad_token_id` must be a token id \(an integer >= 0\) or None"):
+        GenerationConfig(pad_token_id=value)
+
+
+def test_numpy_integers_accepted_everywhere_and_stored_as_python_ints():
+    """``max_new_tokens=np.int64(5)`` was refused with "must be greater than 0, but is 5"."""
+    import numpy as np
+    cfg = GenerationConfig(max_new_tokens=np.int64(5), num_beams=np.int32(4), eos_token_id=[np.int64(2)],
+                           pad_token_id=np.uint16(1), top_k=np.int64(3), length_penalty=np.float32(0.5))
+    assert (cfg.max_new_tokens, cfg.num_beams, cfg.eos_token_id, cfg.pad_token_id, cfg.top_k) == (5, 4, [2], 1, 3)
+    assert all(type(v) is int for v in (cfg.max_new_tokens, cfg.num_beams, cfg.pad_token_id, cfg.top_k))
+    assert type(cfg.length_penalty) is float
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(do_sample="yes"), "do_sample"), (dict(do_sample=1), "do_sample"),
+    (dict(max_new_tokens=True), "max_new_tokens"), (dict(max_new_tokens=5.0), "max_new_tokens"),
+    (dict(top_p=True), "top_p"), (dict(top_p="0.9"), "top_p"), (dict(top_k=2.0), "top_k"),
+    (dict(num_beams=True), "num_beams"), (dict(output_scores="yes"), "output_scores"),
+    (dict(return_dict_in_generate=1), "return_dict_in_generate"), (dict(use_cache=None), "use_cache"),
+    (dict(eos_token_id=[1, True]), "eos_token_id"), (dict(eos_token_id=2.0), "eos_token_id"),
+    (dict(temperature="hot"), "temperature"), (dict(length_penalty=None), "length_penalty"),
+    (dict(no_repeat_ngram_size=2.0), "no_repeat_ngram_size"), (dict(max_time="1s"), "max_time"),
+    (dict(generation_kwargs=[]), "generation_kwargs"),
+])
+def test_wrong_types_are_type_errors_naming_the_field(kwargs, field):
+    with pytest.raises(TypeError, match=f"`{field}` must be"):
+        GenerationConfig(**kwargs)
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(length_penalty=NAN), "length_penalty"), (dict(length_penalty=INF), "length_penalty"),
+    (dict(length_penalty=-INF), "length_penalty"),
+    (dict(num_beams=4, num_beam_groups=2, diversity_penalty=-1.0), "diversity_penalty"),
+    (dict(num_beams=4, num_beam_groups=2, diversity_penalty=NAN), "diversity_penalty"),
+    (dict(diversity_penalty=-0.5), "diversity_penalty"),
+    (dict(no_repeat_ngram_size=NAN), "no_repeat_ngram_size"),
+    (dict(max_time=NAN), "max_time"),
+    (dict(temperature=NAN), "temperature"), (dict(repetition_penalty=NAN), "repetition_penalty"),
+    (dict(repetition_penalty=0.0), "repetition_penalty"), (dict(top_p=NAN), "top_p"),
+])
+def test_nan_and_nonsense_numbers_are_refused(kwargs, field):
+    """NaN length_penalty made every ``sequences_scores`` NaN; negative/NaN diversity_penalty gave identical
+    groups (transformers refuses 0.0 for that reason); NaN max_time never stops."""
+    with pytest.raises(ValueError, match=f"`{field}` must be"):
+        GenerationConfig(**kwargs)
+
+
+def test_values_transformers_treats_as_off_are_accepted_with_a_warning():
+    with pytest.warns(UserWarning, match="`no_repeat_ngram_size` is -2; a negative size switches the n-gram ban off"):
+        assert GenerationConfig(no_repeat_ngram_size=-2).no_repeat_ngram_size == -2
+    with pytest.warns(UserWarning, match="`max_time` is -1.0 s; a negative time limit stops generation after"):
+        GenerationConfig(max_time=-1.0)
+    assert GenerationConfig(max_time=INF).max_time == INF  # no limit, said explicitly
+
+
+# ---- generation_config.json on disk
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"[]", "must hold a JSON object, got a JSON array"),
+    (b'{"num_beams": 2', "is not valid JSON"),
+    (b'{"eos_token_id": "\xff"}', "is not UTF-8 text"),
+    (b'{"num_beams": "4"}', "`num_beams` must be an integer"),
+])
+def test_bad_generation_config_json_names_the_file(tmp_path, content, match):
+    """``[]`` gave an AttributeError, malformed JSON a raw JSONDecodeError with no path."""
+    path = tmp_path / "generation_config.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=match) as e:
+        GenerationConfig.from_json_file(path)
+    assert str(path) in str(e.value)

@@ -289,3 +289,53 @@ def test_from_pretrained_reads_generation_config_like_transformers(tmp_path):
                                                                   "pad_token_id": 50256}))
     with_file = GPT2.from_pretrained(tmp_path).generation_config
     assert (with_file.max_length, with_file.pad_token_id) == (7, 50256)
+
+
+def _model_dir(tmp_path):
+    for name in ("config.json", "model.safetensors"):
+        (tmp_path / name).symlink_to(MODELS / "gpt2-tiny" / name)
+    return tmp_path
+
+
+def test_from_pretrained_refuses_a_fifo_generation_config_instead_of_blocking(tmp_path):
+    """A FIFO named generation_config.json blocked ``from_pretrained`` forever (open() waits for a writer)."""
+    import os
+    import threading
+
+    os.mkfifo(_model_dir(tmp_path) / "generation_config.json")
+    errors: list = []
+
+    def load():
+        try:
+            GPT2.from_pretrained(tmp_path)
+        except ValueError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=load, daemon=True)
+    t.start()
+    t.join(timeout=20)
+    assert not t.is_alive(), "from_pretrained blocked on a FIFO"
+    assert "generation_config.json is a FIFO" in str(errors[0])
+
+
+def test_from_pretrained_reports_a_dangling_generation_config_symlink(tmp_path):
+    """A dangling symlink was skipped silently (``Path.exists()`` is False for it), so the model ran with
+    config.json's defaults instead of the generation config the user linked."""
+    (_model_dir(tmp_path) / "generation_config.json").symlink_to(tmp_path / "moved-away.json")
+    with pytest.raises(FileNotFoundError, match="generation_config.json is a symbolic link to .*moved-away.json"):
+        GPT2.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("content, error, match", [
+    (b"\xff\xfe{", ValueError, "config.json is not UTF-8 text"),
+    (b'{"model_type": "gpt2", "scale_attn_weights": "false"}', TypeError, "`scale_attn_weights` must be True or False"),
+    (b'{"model_type": "gpt2", "n_layer": 2.0}', TypeError, "`n_layer` must be an integer"),
+    (b'{"model_type": "gpt2", "layer_norm_epsilon": NaN}', ValueError, "`layer_norm_epsilon` must be a finite"),
+])
+def test_from_pretrained_bad_config_json_names_the_file(tmp_path, content, error, match):
+    """A non-UTF-8 config.json raised a raw UnicodeDecodeError; ``"false"`` (a truthy string) counted as true."""
+    (tmp_path / "model.safetensors").symlink_to(MODELS / "gpt2-tiny" / "model.safetensors")
+    (tmp_path / "config.json").write_bytes(content)
+    with pytest.raises(error, match=match) as e:
+        GPT2.from_pretrained(tmp_path)
+    assert "config.json" in str(e.value)
