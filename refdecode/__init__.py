@@ -26,7 +26,7 @@ All floating arrays are float32, all token arrays int64.
 __version__ = "0.1.0"
 
 # 1  prompt -> tokens
-from .tokenizer import Tokenizer
+from .tokenizer import BatchEncoding, Tokenizer
 
 # 2  tokens -> logits
 from .config import GPT2Config
@@ -60,6 +60,7 @@ from .logits_warp import (
 from .sampling_draw import multinomial
 from .greedy import greedy_search
 from .sampling import sample
+from .seed import set_seed
 from .beam_scorer import BeamHypotheses, BeamSearchScorer
 from .beam_search import beam_sample, beam_search
 from .group_beam_search import group_beam_search
@@ -71,12 +72,19 @@ from .stopping_criteria import (
     MaxTimeCriteria,
     StoppingCriteria,
     StoppingCriteriaList,
+    validate_stopping_criteria,
 )
 
 # 6  output
 from .generation_config import GenerationConfig
-from .generation_output import GenerateBeamDecoderOnlyOutput, GenerateDecoderOnlyOutput
+from .generation_output import (
+    GenerateBeamDecoderOnlyOutput,
+    GenerateDecoderOnlyOutput,
+    ModelOutput,
+    compute_transition_scores,
+)
 from .generate import generate
+from .streamers import BaseStreamer, TextIteratorStreamer, TextStreamer
 
 __all__ = [
     "Tokenizer", "GPT2Config", "KVCache", "GPT2", "softmax", "log_softmax",
@@ -87,4 +95,7 @@ __all__ = [
     "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
     "group_beam_search", "StoppingCriteria", "StoppingCriteriaList", "MaxLengthCriteria", "MaxNewTokensCriteria",
     "MaxTimeCriteria", "GenerationConfig", "GenerateDecoderOnlyOutput", "GenerateBeamDecoderOnlyOutput", "generate",
+    # conveniences for code ported from transformers
+    "BatchEncoding", "set_seed", "validate_stopping_criteria", "ModelOutput", "compute_transition_scores",
+    "BaseStreamer", "TextStreamer", "TextIteratorStreamer",
 ]

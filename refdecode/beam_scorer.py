@@ -130,11 +130,21 @@ class BeamSearchScorer:
         num_beam_hyps_to_keep: sequences returned per prompt by :meth:`finalize`.
         num_beam_groups: G, groups of diverse beam search (K must be divisible by G).
         max_length: needed by ``do_early_stopping="never"``.
+        device: accepted and ignored (NumPy has one device), so transformers code that passes
+            ``device=...`` ports unchanged. In transformers ``device`` is the **third positional**
+            argument; here the third is ``length_penalty``, so ``BeamSearchScorer(1, 2, "cpu")`` is
+            refused (a non-number ``length_penalty``) instead of silently meaning something else.
     """
 
     def __init__(self, batch_size: int, num_beams: int, length_penalty: float = 1.0,
                  do_early_stopping: bool | str = False, num_beam_hyps_to_keep: int = 1, num_beam_groups: int = 1,
-                 max_length: int | None = None):
+                 max_length: int | None = None, device: Any = None):
+        if not isinstance(length_penalty, (int, float, np.integer, np.floating)) or \
+                isinstance(length_penalty, (bool, np.bool_)):
+            raise TypeError(f"`length_penalty` has to be a number, but is {length_penalty!r}"
+                            + (" (transformers' third positional argument is `device`; here it is `length_penalty`: "
+                               "pass `device=` as a keyword, refdecode ignores it)" if isinstance(length_penalty, str)
+                               else ""))
         if not isinstance(num_beams, int) or num_beams <= 1:
             raise ValueError(f"`num_beams` has to be an integer strictly greater than 1, but is {num_beams}. For "
                              "`num_beams` == 1, one should make use of `greedy_search` instead.")

@@ -176,7 +176,7 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
         cache.reorder(beam_idx)
         history = extend_beam_history(history, beam_idx)
         # 5) stopping: every prompt done, or a criterion fires
-        if beam_scorer.is_done or criteria(input_ids, scores):
+        if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, next_tokens, attention_mask, cache)
     final = beam_scorer.finalize(input_ids, beam_scores.reshape(-1), None, None, max_length=criteria.max_length,
@@ -240,7 +240,7 @@ def beam_sample(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
         cache.reorder(beam_idx)
         history = extend_beam_history(history, beam_idx)
         # 5) stopping
-        if beam_scorer.is_done or criteria(input_ids, scores):
+        if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, next_tokens, attention_mask, cache)
     final = beam_scorer.finalize(input_ids, beam_scores.reshape(-1), None, None, max_length=criteria.max_length,

@@ -34,7 +34,7 @@ import numpy as np
 
 from .beam_scorer import BeamSearchScorer
 from .beam_search import beam_sample, beam_search
-from .generation_config import GenerationConfig, generation_mode, model_generation_config
+from .generation_config import GenerationConfig, generation_mode, length_warnings, model_generation_config
 from .greedy import greedy_search
 from .group_beam_search import group_beam_search
 from .logits_process import (
@@ -203,12 +203,14 @@ def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> Non
 def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
              generation_config: GenerationConfig | None = None, logits_processor: Any = None,
              stopping_criteria: Any = None, seed: int | None = None, rng: np.random.Generator | None = None,
-             draw: Callable[..., np.ndarray] | None = None, **kwargs: Any) -> Any:
+             draw: Callable[..., np.ndarray] | None = None, streamer: Any = None, **kwargs: Any) -> Any:
     """Generate continuations of ``input_ids`` int64 (B, T) (left-padded, with ``attention_mask`` (B, T)).
 
     ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
     ``seed``/``rng`` give the random generator of the sampling modes and ``draw`` replaces the
-    multinomial draw (see :mod:`refdecode.sampling_draw`).
+    multinomial draw (see :mod:`refdecode.sampling_draw`). ``streamer`` (a
+    :class:`~refdecode.streamers.TextStreamer`, ...) receives the prompt, then every new token (greedy
+    and sample only, batch size 1, as transformers).
 
     >>> from refdecode.testing import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)),
@@ -227,21 +229,28 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     if attention_mask is None:
         attention_mask = _default_attention_mask(input_ids, config.pad_token_id, eos)
     batch, prompt_len = input_ids.shape
+    for message in length_warnings(config, max_length_given=kwargs.get("max_length") is not None):
+        warnings.warn(message, UserWarning, stacklevel=2)
     if config.max_new_tokens is not None:
         config.max_length = config.max_new_tokens + prompt_len
     _check_lengths(model, config, prompt_len)
     mode = generation_mode(config)
+    if streamer is not None:
+        if config.num_beams > 1:
+            raise ValueError("`streamer` cannot be used with beam search (yet!). Make sure that `num_beams` is set "
+                             "to 1.")
+        streamer.put(input_ids)
     processors = logits_processors(config, prompt_len, logits_processor)
     criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria)
     common = dict(logits_processor=processors, stopping_criteria=criteria, pad_token_id=config.pad_token_id,
                   eos_token_id=config.eos_token_id, output_scores=config.output_scores,
                   output_logits=bool(config.output_logits), return_dict_in_generate=config.return_dict_in_generate)
     if mode == "greedy_search":
-        return greedy_search(model, input_ids, attention_mask=attention_mask, **common)
+        return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, **common)
     if mode == "sample":
         warpers, r = logits_warpers(config), config.num_return_sequences
         return sample(model, np.repeat(input_ids, r, axis=0), attention_mask=np.repeat(attention_mask, r, axis=0),
-                      logits_warper=warpers, rng=rng, seed=seed, draw=draw, **common)
+                      logits_warper=warpers, rng=rng, seed=seed, draw=draw, streamer=streamer, **common)
     warpers = logits_warpers(config) if mode == "beam_sample" else None
     scorer = BeamSearchScorer(batch_size=batch, num_beams=config.num_beams, length_penalty=config.length_penalty,
                               do_early_stopping=config.early_stopping,

@@ -39,7 +39,7 @@ from .validation import (
     read_json_file,
 )
 
-__all__ = ["GenerationConfig", "generation_mode", "model_generation_config"]
+__all__ = ["GenerationConfig", "generation_mode", "model_generation_config", "generation_warnings", "length_warnings"]
 
 
 @dataclass
@@ -152,6 +152,7 @@ class GenerationConfig:
                 raise ValueError(f"`{name}`={value!r} is not implemented by refdecode (it only accepts the values "
                                  f"transformers 4.38.2 treats as off, e.g. the default "
                                  f"{_DEFAULTS[name]!r})")
+        _warn(generation_warnings(self))  # where transformers 4.38.2 warns (a value that will be ignored)
 
     def update(self, **kwargs: Any) -> dict[str, Any]:
         """Set the fields named in ``kwargs``, re-validate, and return the kwargs that are not fields."""
@@ -341,6 +342,69 @@ _UNIMPLEMENTED = {
     "cache_implementation": lambda v: v is None,
     "prompt_lookup_num_tokens": lambda v: v is None,
 }
+
+
+# ---- warnings: the conditions of transformers 4.38.2 (GenerationConfig.validate, generate's length checks)
+
+
+def generation_warnings(config: GenerationConfig) -> list[str]:
+    """Messages for fields that will be **ignored** in the mode ``config`` selects, as 4.38.2's ``validate`` warns.
+
+    Sampling-only fields without ``do_sample`` (temperature, top_p, typical_p, top_k other than 50,
+    epsilon/eta cutoff), beam-only fields with one beam (early_stopping, num_beam_groups,
+    diversity_penalty, length_penalty, constraints). Same conditions and wording as transformers.
+
+    >>> generation_warnings(GenerationConfig(max_new_tokens=5))
+    []
+    >>> config = GenerationConfig(max_new_tokens=5, early_stopping=True)   # (this warns too)
+    >>> [message.split(" -- ")[0] for message in generation_warnings(config)]
+    ['`num_beams` is set to 1. However, `early_stopping` is set to `True`']
+    """
+    messages = []
+    if config.do_sample is False:
+        sampling_only = [("temperature", config.temperature, 1.0), ("top_p", config.top_p, 1.0),
+                         ("typical_p", config.typical_p, 1.0),
+                         ("top_k", config.top_k if config.penalty_alpha is None else None, 50),  # contrastive uses it
+                         ("epsilon_cutoff", config.epsilon_cutoff, 0.0), ("eta_cutoff", config.eta_cutoff, 0.0)]
+        messages += [f"`do_sample` is set to `False`. However, `{name}` is set to `{value}` -- this flag is only used "
+                     f"in sample-based generation modes. You should set `do_sample=True` or unset `{name}`."
+                     for name, value, off in sampling_only if value is not None and value != off]
+    if config.num_beams == 1:
+        beam_only = [("early_stopping", config.early_stopping, False), ("num_beam_groups", config.num_beam_groups, 1),
+                     ("diversity_penalty", config.diversity_penalty, 0.0),
+                     ("length_penalty", config.length_penalty, 1.0), ("constraints", config.constraints, None)]
+        messages += [f"`num_beams` is set to 1. However, `{name}` is set to `{value}` -- this flag is only used in "
+                     f"beam-based generation modes. You should set `num_beams>1` or unset `{name}`."
+                     for name, value, off in beam_only if value is not None and value is not off and value != off]
+    return messages
+
+
+def length_warnings(config: GenerationConfig, max_length_given: bool) -> list[str]:
+    """``generate``'s length warnings (4.38.2 ``generate`` step 6 and ``_validate_generated_length``).
+
+    ``max_length_given``: ``max_length`` was passed to this ``generate`` call. Warns when the length
+    comes from the model-agnostic default ``max_length=20``, and when both ``max_length`` and
+    ``max_new_tokens`` are passed (``max_new_tokens`` wins; transformers logs this one).
+
+    >>> length_warnings(GenerationConfig(), max_length_given=False)[0][:50]
+    'Using the model-agnostic default `max_length` (=20'
+    >>> length_warnings(GenerationConfig(max_new_tokens=5), max_length_given=False)
+    []
+    """
+    messages = []
+    if not max_length_given and config.max_new_tokens is None and config.max_length == 20:
+        messages.append(f"Using the model-agnostic default `max_length` (={config.max_length}) to control the "
+                        "generation length. We recommend setting `max_new_tokens` to control the maximum length of "
+                        "the generation.")
+    if max_length_given and config.max_new_tokens is not None:
+        messages.append(f"Both `max_new_tokens` (={config.max_new_tokens}) and `max_length`(={config.max_length}) "
+                        "seem to have been set. `max_new_tokens` will take precedence. Set only one of them.")
+    return messages
+
+
+def _warn(messages: list[str]) -> None:
+    for message in messages:
+        warnings.warn(message, UserWarning, stacklevel=4)
 
 
 def generation_mode(config: GenerationConfig) -> str:

@@ -30,6 +30,7 @@ from .stopping_criteria import (
     MaxLengthCriteria,
     StoppingCriteriaList,
     pad_finished_rows,
+    stop_rows,
     update_unfinished,
     validate_stopping_criteria,
 )
@@ -75,9 +76,11 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
                   max_length: int | None = None, pad_token_id: int | None = None,
                   eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                   output_logits: bool = False, return_dict_in_generate: bool = False,
-                  attention_mask: np.ndarray | None = None) -> np.ndarray | GenerateDecoderOnlyOutput:
+                  attention_mask: np.ndarray | None = None, streamer: Any = None,
+                  ) -> np.ndarray | GenerateDecoderOnlyOutput:
     """Greedy decoding of the N rows of ``input_ids`` (int64 (N, T)); ``attention_mask`` (N, T) or None.
 
+    ``streamer`` (see :mod:`refdecode.streamers`) receives each step's (N,) tokens, then ``end()``.
     Returns int64 (N, T_out), or with ``return_dict_in_generate`` the output object (``scores``
     only with ``output_scores``, ``logits`` only with ``output_logits``).
 
@@ -111,12 +114,17 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
         if eos is not None:
             next_tokens = pad_finished_rows(next_tokens, unfinished, pad_token_id)
         input_ids = np.concatenate([input_ids, next_tokens[:, None]], axis=1)  # (N, T) -> (N, T+1)
+        if streamer is not None:
+            streamer.put(next_tokens)
         if eos is not None:
             unfinished = update_unfinished(unfinished, next_tokens, eos)
-        # 5) stopping: every row finished, or a criterion fires (one bool for the batch)
-        if (eos is not None and unfinished.max() == 0) | criteria(input_ids, scores):
+        # 5) stopping: every row finished (eos, or a criterion: for the batch, or per row as in 4.39)
+        unfinished = stop_rows(criteria(input_ids, scores), unfinished)
+        if unfinished.max() == 0:
             break
         logits, attention_mask = decode_step(model, next_tokens, attention_mask, cache)
+    if streamer is not None:
+        streamer.end()
     if return_dict_in_generate:
         return GenerateDecoderOnlyOutput(sequences=input_ids, scores=scores, logits=raw_logits, past_key_values=cache)
     return input_ids

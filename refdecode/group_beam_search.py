@@ -122,7 +122,7 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
         input_ids = np.concatenate([input_ids, current_tokens[:, None]], axis=1)  # (B*K, T+1)
         cache.reorder(reorder)
         # 5) stopping
-        if beam_scorer.is_done or criteria(input_ids, scores):
+        if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, current_tokens, attention_mask, cache)
     final_history = None if histories is None else np.concatenate(histories, axis=0)  # group-major (quirk)

@@ -13,30 +13,11 @@ thin class around it that carries transformers 4.38.2's name, constructor signat
 validation, so code written against ``transformers.LogitsProcessorList`` ports by changing the
 import and ``torch`` -> ``numpy``.
 
-Calling convention: ``processor(input_ids, scores, **kwargs)``. Every processor accepts and ignores
-keyword arguments it does not use, so :class:`LogitsProcessorList` forwards ``**kwargs`` to all of
-them; only :class:`HammingDiversityLogitsProcessor` reads ``current_tokens`` and ``beam_group_idx``
-(group beam search passes them). transformers instead inspects each processor's signature; a
-custom processor written for transformers with a two-argument ``__call__`` needs ``**kwargs``
-added to run here.
-
-The order in which ``generate`` builds the processors (transformers 4.38.2
-``_get_logits_processor``, restricted to the ones implemented here)::
-
-    HammingDiversity -> RepetitionPenalty -> NoRepeatNGram -> MinLength -> MinNewTokensLength
-
-Argument checks follow transformers 4.38.2 (same conditions; messages name the argument, the
-allowed range and the value received). Where 4.38.2 lets bad input through, we refuse it instead:
-a negative ``eos_token_id`` is a ValueError (4.38.2 logs a warning, then ``scores[:, -1]`` bans the
-last token through Python's negative indexing); token ids >= V are a ValueError at call time (torch
-raises an IndexError or a RuntimeError); ``scores`` must be float32 (B, V) (TypeError otherwise).
-NumPy integers count as integers; ``bool`` does not. Float-typed parameters (``penalty``,
-``temperature``, ``diversity_penalty``) refuse ints such as ``2``, exactly as transformers does.
-
-The sampling-only warpers (temperature -> top-k -> top-p) run after all processors; they live in
-``logits_warp.py``. Source documents: 000 (transformers 4.26.1 walk-through: "LogitsProcessorList",
-"MinLengthLogitsProcessor", "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor",
-"HammingDiversityLogitsProcessor") and 004 ("apply_repetition_penalty").
+Calling convention: ``processor(input_ids, scores, **kwargs)``. Every processor here accepts and
+ignores keyword arguments it does not use; only :class:`HammingDiversityLogitsProcessor` reads
+``current_tokens`` and ``beam_group_idx`` (group beam search passes them). Like transformers 4.38.2,
+:class:`LogitsProcessorList` passes the extra keyword arguments only to a processor whose signature
+takes them, so a custom two-argument processor written for transformers runs here unchanged.
 
 Docs: docs/processors.md, then one page per processor (docs/repetition-penalty.md,
 docs/no-repeat-ngram.md, docs/min-length.md, docs/group-beam-search.md for the Hamming penalty).
@@ -44,6 +25,7 @@ docs/no-repeat-ngram.md, docs/min-length.md, docs/group-beam-search.md for the H
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 import numpy as np
@@ -88,7 +70,9 @@ def _check_scores(scores) -> np.ndarray:
     """``scores`` must be a float32 (B, V) array; anything else is a TypeError/ValueError, not a silent cast."""
     if not isinstance(scores, np.ndarray) or scores.dtype != np.float32:
         kind = scores.dtype if isinstance(scores, np.ndarray) else type(scores).__name__
-        raise TypeError(f"`scores` has to be a float32 numpy array of shape (batch, vocab), but is {kind}")
+        raise TypeError(f"`scores` has to be a float32 numpy array of shape (batch, vocab), but is {kind}: refdecode "
+                        "computes in float32 only (its results equal transformers' float32 ones; torch's float16 "
+                        "and float64 kernels round differently), so cast with `scores.astype(np.float32)`")
     if scores.ndim != 2:
         raise ValueError(f"`scores` has to have shape (batch, vocab), but has shape {scores.shape}")
     return scores
@@ -340,22 +324,39 @@ class LogitsProcessor:
 
 
 class LogitsProcessorList(list):
-    """A list of processors/warpers applied in order: ``scores = p(input_ids, scores, **kwargs)`` for each p.
+    """A list of processors/warpers applied in order: ``scores = p(input_ids, scores, ...)`` for each p.
 
-    Every keyword argument goes to every processor (all of ours accept and ignore the ones they do
-    not use); transformers 4.38.2 instead inspects each ``__call__`` signature and passes kwargs only
-    to processors that take more than two parameters.
+    Keyword arguments (group beam search's ``current_tokens``, ``beam_group_idx``) go only to the
+    processors whose signature takes them, as in transformers 4.38.2: a processor with ``**kwargs``
+    gets all of them, one with named extra parameters gets those (a missing one is a ValueError, as
+    4.38.2), a two-argument processor gets none. This is signature inspection, which the house style
+    avoids; it is here so that processors written for transformers port unchanged.
 
     >>> procs = LogitsProcessorList([MinLengthLogitsProcessor(3, eos_token_id=0),
-    ...                              RepetitionPenaltyLogitsProcessor(2.0)])
-    >>> procs(np.array([[1, 2]]), np.array([[1.0, 4.0, -1.0]], dtype=np.float32))
-    array([[-inf,   2.,  -2.]], dtype=float32)
+    ...                              RepetitionPenaltyLogitsProcessor(2.0),
+    ...                              lambda input_ids, scores: scores + 1.0])   # a two-argument processor
+    >>> procs(np.array([[1, 2]]), np.array([[1.0, 4.0, -1.0]], dtype=np.float32), beam_group_idx=0)
+    array([[-inf,   3.,  -1.]], dtype=float32)
     """
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray, **kwargs) -> np.ndarray:
         for processor in self:
-            scores = processor(input_ids, scores, **kwargs)
+            scores = processor(input_ids, scores, **_kwargs_taken(processor, kwargs))
         return scores
+
+
+def _kwargs_taken(processor, kwargs: dict) -> dict:
+    """The subset of ``kwargs`` that ``processor``'s ``__call__`` signature names (all of them for ``**kwargs``)."""
+    if not kwargs:
+        return kwargs
+    params = list(inspect.signature(processor).parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return kwargs
+    extra = [p for p in params[2:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if any(p.name not in kwargs and p.default is p.empty for p in extra):
+        raise ValueError(f"Make sure that all the required parameters: {[p.name for p in params]} for "
+                         f"{processor.__class__} are passed to the logits processor.")
+    return {p.name: kwargs[p.name] for p in extra if p.name in kwargs}
 
 
 class MinLengthLogitsProcessor(LogitsProcessor):

@@ -26,18 +26,22 @@ from .greedy import check_no_nan, loop_defaults
 from .logits_process import LogitsProcessorList
 from .model_steps import decode_step, model_capacity, prefill
 from .numerics import softmax
-from .stopping_criteria import pad_finished_rows, update_unfinished
+from .seed import default_generator
+from .stopping_criteria import pad_finished_rows, stop_rows, update_unfinished
 
 __all__ = ["sample", "make_rng"]
 
 
 def make_rng(rng: np.random.Generator | None = None, seed: int | None = None) -> np.random.Generator:
-    """The generator to draw from: ``rng`` if given, else ``np.random.default_rng(seed)``."""
+    """The generator to draw from: ``rng`` if given, else ``np.random.default_rng(seed)``; with neither, the
+    default generator of :func:`refdecode.seed.set_seed` (fresh entropy if it was never called)."""
     if rng is not None and seed is not None:
         raise ValueError("pass either `rng` or `seed`, not both")
     if rng is not None and not isinstance(rng, np.random.Generator):
         raise TypeError(f"`rng` has to be a numpy.random.Generator, but is {type(rng).__name__}")
-    return rng if rng is not None else np.random.default_rng(seed)
+    if rng is not None:
+        return rng
+    return np.random.default_rng(seed) if seed is not None else default_generator()  # set_seed's, else fresh
 
 
 def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stopping_criteria: Any = None,
@@ -45,9 +49,11 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
            eos_token_id: int | list[int] | None = None, output_scores: bool = False, output_logits: bool = False,
            return_dict_in_generate: bool = False, attention_mask: np.ndarray | None = None,
            rng: np.random.Generator | None = None, seed: int | None = None,
-           draw: Callable[..., np.ndarray] | None = None) -> np.ndarray | GenerateDecoderOnlyOutput:
+           draw: Callable[..., np.ndarray] | None = None, streamer: Any = None,
+           ) -> np.ndarray | GenerateDecoderOnlyOutput:
     """Sample one token per step for each of the N rows of ``input_ids`` (int64 (N, T)).
 
+    ``streamer`` (see :mod:`refdecode.streamers`) receives each step's (N,) tokens, then ``end()``.
     ``draw(probs (N, V), num_samples, replacement, rng) -> (N, num_samples)`` replaces the draw
     (tests replay transformers' tokens through it).
 
@@ -80,12 +86,17 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
         if eos is not None:
             next_tokens = pad_finished_rows(next_tokens, unfinished, pad_token_id)
         input_ids = np.concatenate([input_ids, next_tokens[:, None]], axis=1)  # (N, T) -> (N, T+1)
+        if streamer is not None:
+            streamer.put(next_tokens)
         if eos is not None:
             unfinished = update_unfinished(unfinished, next_tokens, eos)
-        # 5) stopping: every row finished, or a criterion fires
-        if (eos is not None and unfinished.max() == 0) | criteria(input_ids, scores):
+        # 5) stopping: every row finished (eos, or a criterion: for the batch, or per row as in 4.39)
+        unfinished = stop_rows(criteria(input_ids, scores), unfinished)
+        if unfinished.max() == 0:
             break
         logits, attention_mask = decode_step(model, next_tokens, attention_mask, cache)
+    if streamer is not None:
+        streamer.end()
     if return_dict_in_generate:
         return GenerateDecoderOnlyOutput(sequences=input_ids, scores=scores, logits=raw_logits, past_key_values=cache)
     return input_ids

@@ -4,7 +4,11 @@ Contract (transformers 4.38.2, ``generation/stopping_criteria.py``): a criterion
 ``criterion(input_ids, scores) -> bool`` where ``input_ids`` is int64 (N, T) (prompt included)
 and ``scores`` is the tuple of per-step scores collected so far (``None`` unless the loop runs
 with ``return_dict_in_generate=True, output_scores=True``). In 4.38 a criterion answers for the
-**whole batch** with one bool (4.39 switched to one bool per row, #29056).
+**whole batch** with one bool; 4.39 switched to one bool per row (#29056). Both are accepted: a
+criterion may return a bool (stop every row) or a (N,) bool array (stop those rows). A row stopped
+by a criterion is finished like a row that emitted eos (:func:`stop_rows`): it gets
+``pad_token_id`` afterwards, and the loop ends when every row is finished (beam loops: when every
+row says stop).
 
 The end-of-sequence token is *not* a criterion in 4.38 (``EosTokenCriteria`` arrived in 4.40):
 greedy and sample keep an ``unfinished`` flag per row; once a row has emitted an eos token every
@@ -28,7 +32,7 @@ import numpy as np
 
 __all__ = [
     "StoppingCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria", "MaxTimeCriteria",
-    "StoppingCriteriaList", "validate_stopping_criteria", "pad_finished_rows", "update_unfinished",
+    "StoppingCriteriaList", "validate_stopping_criteria", "pad_finished_rows", "update_unfinished", "stop_rows",
 ]
 
 
@@ -91,10 +95,31 @@ class MaxTimeCriteria(StoppingCriteria):
 
 
 class StoppingCriteriaList(list):
-    """A list of criteria; calling it returns ``any(...)``: one bool for the whole batch (4.38)."""
+    """A list of criteria; calling it ORs their answers.
 
-    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool:
-        return any(criteria(input_ids, scores, **kwargs) for criteria in self)
+    Every criterion returns one bool (4.38): the result is ``any(...)``, one bool for the batch.
+    A criterion returning a (N,) bool array (the 4.39 style) makes the result a (N,) bool array,
+    the row-wise OR (a plain bool counts for every row).
+
+    >>> class FirstRowDone(StoppingCriteria):
+    ...     def __call__(self, input_ids, scores, **kwargs):
+    ...         return np.array([True, False])
+    >>> StoppingCriteriaList([MaxLengthCriteria(9), FirstRowDone()])(np.zeros((2, 3), dtype=np.int64), None)
+    array([ True, False])
+    """
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool | np.ndarray:
+        answers = [criteria(input_ids, scores, **kwargs) for criteria in self]
+        if all(np.ndim(a) == 0 for a in answers):
+            return any(bool(a) for a in answers)
+        done = np.zeros(input_ids.shape[0], dtype=bool)  # (N,)
+        for criteria, answer in zip(self, answers):
+            answer = np.asarray(answer)
+            if answer.ndim and (answer.shape != done.shape or answer.dtype.kind != "b"):
+                raise ValueError(f"a stopping criterion returns one bool, or one bool per row: (N,) = {done.shape} "
+                                 f"bools, but {type(criteria).__name__} returned {answer.dtype} {answer.shape}")
+            done |= answer.astype(bool)
+        return done
 
     @property
     def max_length(self) -> int | None:
@@ -139,3 +164,12 @@ def update_unfinished(unfinished: np.ndarray, next_tokens: np.ndarray, eos_token
     """
     hit_eos = np.isin(next_tokens, np.asarray(eos_token_id, dtype=np.int64))  # (N,) bool
     return (unfinished * ~hit_eos).astype(np.int64)
+
+
+def stop_rows(done: bool | np.ndarray, unfinished: np.ndarray) -> np.ndarray:
+    """The criteria's answer (one bool, or (N,) bools), (N,) 1/0 flags -> (N,) flags with stopped rows 0.
+
+    >>> stop_rows(False, np.array([1, 1])), stop_rows(np.array([True, False]), np.array([1, 1]))
+    (array([1, 1]), array([0, 1]))
+    """
+    return (unfinished * ~np.broadcast_to(np.asarray(done, dtype=bool), unfinished.shape)).astype(np.int64)

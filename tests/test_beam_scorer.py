@@ -268,3 +268,15 @@ def test_finalize_running_beams_scored_by_generated_length_without_eos():
     out = s.finalize(np.array([[1, 3, 4, 5], [1, 3, 5, 6]]), np.array([-3.0, -6.0], dtype=np.float32), None, None,
                      max_length=4, pad_token_id=8, eos_token_id=6, decoder_prompt_len=1)
     assert out["sequence_scores"].tolist() == [-1.0]
+
+
+def test_device_keyword_is_accepted_and_ignored_and_a_device_in_length_penalty_refused():
+    """transformers' ``BeamSearchScorer(batch_size, num_beams, device, length_penalty, ...)``: here ``device``
+    is keyword-only in effect, and the third positional (``length_penalty``) must be a number."""
+    scorer = BeamSearchScorer(1, 2, device="cpu", length_penalty=0.5)
+    assert scorer.length_penalty == 0.5 and scorer.beam_hyps[0][0].length_penalty == 0.5
+    with pytest.raises(TypeError, match=r"`length_penalty` has to be a number, but is 'cpu'.*`device=`"):
+        BeamSearchScorer(1, 2, "cpu")
+    for bad in (None, True, [1.0]):
+        with pytest.raises(TypeError, match="`length_penalty` has to be a number"):
+            BeamSearchScorer(1, 2, bad)

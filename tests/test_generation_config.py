@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import warnings
 
+import numpy as np
 import pytest
 from conftest import MODELS
 
 from refdecode.config import GPT2Config
-from refdecode.generation_config import GenerationConfig, generation_mode
+from refdecode.generation_config import GenerationConfig, generation_mode, generation_warnings
 
 # transformers 4.38.2 generation/configuration_utils.py, GenerationConfig.__init__
 DEFAULTS_4_38_2 = dict(
@@ -209,3 +211,59 @@ def test_bad_generation_config_json_names_the_file(tmp_path, content, match):
     with pytest.raises(ValueError, match=match) as e:
         GenerationConfig.from_json_file(path)
     assert str(path) in str(e.value)
+
+
+# ---- warnings where transformers 4.38.2 warns (same conditions; UserWarning; says what to do)
+
+
+def _caught(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    assert all(w.category is UserWarning for w in caught)
+    return [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("field,value", [("temperature", 0.5), ("top_p", 0.5), ("top_k", 3), ("top_k", 0)])
+def test_sampling_only_fields_without_do_sample_warn(field, value):
+    messages = _caught(lambda: GenerationConfig(**{field: value}))
+    assert messages == [f"`do_sample` is set to `False`. However, `{field}` is set to `{value}` -- this flag is only "
+                        f"used in sample-based generation modes. You should set `do_sample=True` or unset `{field}`."]
+    assert _caught(lambda: GenerationConfig(do_sample=True, **{field: value})) == []
+
+
+@pytest.mark.parametrize("field,value", [("early_stopping", True), ("early_stopping", "never"),
+                                         ("num_beam_groups", 2), ("diversity_penalty", 1.0),
+                                         ("length_penalty", 0.5)])
+def test_beam_only_fields_with_one_beam_warn(field, value):
+    messages = _caught(lambda: GenerationConfig(**{field: value}))
+    assert len(messages) == 1 and f"However, `{field}` is set to `{value}`" in messages[0]
+    assert "You should set `num_beams>1` or unset" in messages[0]
+
+
+def test_top_k_50_and_defaults_do_not_warn():
+    """top_k=50 is the default (4.38.2 warns only for another value); the default config warns nothing."""
+    assert generation_warnings(GenerationConfig(top_k=50)) == []
+    assert _caught(lambda: GenerationConfig()) == []
+    assert _caught(lambda: GenerationConfig(num_beams=4, early_stopping=True, length_penalty=0.5)) == []
+
+
+def _generate_messages(**kwargs):
+    from refdecode import generate
+    from refdecode.testing import TableModel
+
+    model = TableModel(np.zeros((3, 3), dtype=np.float32))
+    return _caught(lambda: generate(model, np.array([[1, 2]]), **kwargs))
+
+
+def test_generate_warns_for_the_default_max_length_and_for_both_lengths():
+    assert [m[:50] for m in _generate_messages()] == ["Using the model-agnostic default `max_length` (=20"]
+    both = _generate_messages(max_length=10, max_new_tokens=3)
+    assert len(both) == 1 and both[0].startswith("Both `max_new_tokens` (=3) and `max_length`(=10)")
+    assert _generate_messages(max_new_tokens=3) == []  # a plain call: no warning
+    assert _generate_messages(max_length=20) == []      # passed explicitly: not the "default"
+
+
+def test_generate_warns_once_for_an_ignored_temperature():
+    messages = _generate_messages(max_new_tokens=3, temperature=0.5)
+    assert len(messages) == 1 and "`temperature` is set to `0.5`" in messages[0]

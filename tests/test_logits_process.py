@@ -128,7 +128,7 @@ def test_hamming_penalises_earlier_groups_only():
 
 
 def test_list_forwards_kwargs_to_every_processor_in_order():
-    """No signature sniffing: every processor gets the kwargs; ours ignore what they do not use."""
+    """A processor with ``**kwargs`` gets every keyword argument; ours ignore what they do not use."""
     seen = []
 
     class Record(LogitsProcessor):
@@ -148,6 +148,46 @@ def test_list_forwards_kwargs_to_every_processor_in_order():
     # 0 +1 (a) -1 at token 2 (hamming) /1.5 at token 3 (penalty) +1 (b)
     np.testing.assert_allclose(out, [[2.0, 2.0, 1.0, 1 + 1 / 1.5]], rtol=1e-6)
     assert isinstance(chain, list)
+
+
+def test_list_passes_kwargs_only_to_processors_whose_signature_takes_them():
+    """4.38.2 rule: a two-argument processor (ported from transformers) runs in group beam search; one
+    naming ``beam_group_idx`` gets that one only; one missing a required extra is a ValueError."""
+    seen = []
+
+    def two_args(input_ids, scores):
+        return scores + 1.0
+
+    class GroupOnly:
+        def __call__(self, input_ids, scores, beam_group_idx):
+            seen.append(beam_group_idx)
+            return scores
+
+    chain = LogitsProcessorList([two_args, GroupOnly(), HammingDiversityLogitsProcessor(1.0, 2, 2)])
+    out = chain(np.array([[3]]), np.zeros((1, 4), dtype=np.float32), current_tokens=np.array([2, 0]),
+                beam_group_idx=1)
+    assert seen == [1]
+    np.testing.assert_array_equal(out, [[1.0, 1.0, 0.0, 1.0]])  # +1, then Hamming -1 at token 2
+    with pytest.raises(ValueError, match=r"required parameters: \['input_ids', 'scores', 'beam_group_idx'\]"):
+        LogitsProcessorList([GroupOnly()])(np.array([[3]]), np.zeros((1, 4), dtype=np.float32), current_tokens=0)
+
+
+def test_two_argument_processor_runs_in_group_beam_search():
+    """The ported custom processor of issue 15 point 10: ``__call__(input_ids, scores)`` in generate's group mode."""
+    from refdecode import generate
+    from refdecode.testing import TableModel
+
+    calls = []
+
+    class Ban2:
+        def __call__(self, input_ids, scores):
+            calls.append(1)
+            return np.where(np.arange(scores.shape[1]) == 2, np.float32(-np.inf), scores)
+
+    model = TableModel(np.log(np.full((4, 4), 0.25, dtype=np.float32)) + np.eye(4, dtype=np.float32), noise=0.5)
+    out = generate(model, np.array([[1]]), num_beams=4, num_beam_groups=2, diversity_penalty=1.0, max_length=5,
+                   logits_processor=[Ban2()], pad_token_id=0)
+    assert calls and 2 not in out[:, 1:]
 
 
 def test_hamming_without_its_kwargs_is_a_clear_error():

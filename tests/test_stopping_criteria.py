@@ -87,3 +87,39 @@ def test_criteria_receive_scores_only_with_output_scores():
     greedy_search(model, np.array([[0]]), stopping_criteria=[rec, MaxLengthCriteria(3)], output_scores=True,
                   return_dict_in_generate=True)
     assert rec.seen == [(2, 1), (3, 2)]
+
+
+class EveryOtherRow(StoppingCriteria):
+    """4.39-style criterion: one bool per row; stops the even rows once they hold ``length`` tokens."""
+
+    def __init__(self, length):
+        self.length = length
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return (np.arange(input_ids.shape[0]) % 2 == 0) & (input_ids.shape[1] >= self.length)
+
+
+def test_per_row_criteria_are_or_ed_row_wise():
+    crit = StoppingCriteriaList([MaxLengthCriteria(9), EveryOtherRow(3)])
+    np.testing.assert_array_equal(crit(np.zeros((3, 3), dtype=np.int64), None), [True, False, True])
+    np.testing.assert_array_equal(StoppingCriteriaList([MaxLengthCriteria(3), EveryOtherRow(3)])(
+        np.zeros((3, 3), dtype=np.int64), None), [True, True, True])  # a plain True counts for every row
+    with pytest.raises(ValueError, match=r"one bool per row: \(N,\) = \(3,\).*returned int64 \(2,\)"):
+        StoppingCriteriaList([lambda ids, s: np.array([1, 0])])(np.zeros((3, 3), dtype=np.int64), None)
+
+
+def test_a_per_row_criterion_finishes_its_rows_in_greedy_and_beam_search():
+    """Rows stopped by a 4.39-style criterion get pad afterwards (like eos); the loop ends when all are done.
+    (4.38.2 itself fails here: "Boolean value of Tensor with more than one value is ambiguous".)"""
+    from refdecode import generate
+
+    model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.3, .5, .2]], dtype=np.float32)))
+    out = greedy_search(model, np.array([[1], [1]]), stopping_criteria=[EveryOtherRow(3)], max_length=6,
+                        eos_token_id=0, pad_token_id=0)
+    assert out.tolist() == [[1, 2, 1, 0, 0, 0], [1, 2, 1, 2, 1, 2]]
+    every_row = StoppingCriteriaList([lambda ids, s: np.full(ids.shape[0], ids.shape[1] >= 3)])
+    assert greedy_search(model, np.array([[1], [1]]), stopping_criteria=every_row, max_length=6, eos_token_id=0,
+                         pad_token_id=0).shape == (2, 3)
+    beams = dict(num_beams=2, max_length=6, pad_token_id=0, eos_token_id=0)
+    np.testing.assert_array_equal(generate(model, np.array([[1]]), stopping_criteria=every_row, **beams),
+                                  generate(model, np.array([[1]]), stopping_criteria=[lambda ids, s: ids.shape[1] >= 3], **beams))

@@ -82,3 +82,31 @@ def test_errors_are_named(tmp_path, tok):
         tok.encode_batch([])
     with pytest.raises(ValueError, match=r"`ids` values must be in \[0, 50257\)"):
         tok.decode([50257])
+
+
+def test_transformers_conveniences(tok):
+    """``tok(...)``, ``batch_decode``, special ids and ``padding_side``, as code ported from transformers uses them."""
+    assert tok.eos_token_id == tok.bos_token_id == tok.pad_token_id == 50256 and tok.eos_token == "<|endoftext|>"
+    assert len(tok) == 50257
+    enc = tok(["Hello world", "Hi"], padding=True, return_tensors="np")
+    assert enc.input_ids.dtype == enc["attention_mask"].dtype == np.int64
+    assert enc.input_ids.tolist() == [[15496, 995], [50256, 17250]] and enc.attention_mask.tolist() == [[1, 1], [0, 1]]
+    assert tok(["Hello world", "Hi"]) == {"input_ids": [[15496, 995], [17250]], "attention_mask": [[1, 1], [1]]}
+    assert tok("Hi", return_tensors="np").input_ids.shape == (1, 1)
+    assert tok.batch_decode(enc.input_ids, skip_special_tokens=True) == ["Hello world", "Hi"]
+    with pytest.raises(ValueError, match="pass `padding=True`"):
+        tok(["Hello world", "Hi"], return_tensors="np")
+    with pytest.raises(ValueError, match="`return_tensors` must be None or 'np'.*'pt'"):
+        tok("Hi", return_tensors="pt")
+    right = Tokenizer(MODELS / "gpt2-tiny", padding_side="right")
+    assert right(["Hello world", "Hi"], padding=True)["input_ids"] == [[15496, 995], [17250, 50256]]
+    with pytest.raises(ValueError, match="`padding_side` must be 'left' or 'right', got 'top'"):
+        Tokenizer(MODELS / "gpt2-tiny", padding_side="top")
+
+
+def test_generate_takes_the_tokenizer_output_as_keywords(tok):
+    from refdecode import GPT2, generate
+
+    model = GPT2.from_pretrained(MODELS / "gpt2-tiny")
+    out = generate(model, **tok(["Hello world", "Hi"], padding=True, return_tensors="np"), max_new_tokens=2)
+    assert out.shape == (2, 4)
