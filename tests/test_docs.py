@@ -43,20 +43,24 @@ def test_page_examples_run(page, monkeypatch):
 
 
 FIVE_PARTS = ["The idea", "The equation", "Worked example", "The code", "transformers 4.38.2 and the source documents"]
+#: Pages that are not a pipeline stage (reference tables, the references), with the parts they do have;
+#: they still run worked examples, but pull no code from the source.
+OTHER_PAGES = {"parity.md": FIVE_PARTS[:3], "references.md": ["The idea", "Worked example"],
+               "source-documents.md": []}
 
 
 def test_every_page_has_the_five_parts():
     """Idea, equation, worked example (a doctest), the code pulled from the source (``:::``), transformers/pitfalls.
 
-    The parity page is a reference table, not a stage: it has the first three parts and its own sections.
+    The parity and references pages are not stages: they have some of the parts (``OTHER_PAGES``) and their own sections.
     """
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         headings = re.findall(r"^## (.+?)\s*$", text, flags=re.M)
-        wanted = FIVE_PARTS[:3] if page.name == "parity.md" else FIVE_PARTS
+        wanted = OTHER_PAGES.get(page.name, FIVE_PARTS)
         assert [h for h in headings if h in FIVE_PARTS] == wanted, f"{page.name}: sections {headings}"
         assert ">>> " in text, f"{page.name}: no worked example"
-        if page.name != "parity.md":
+        if page.name not in OTHER_PAGES:
             assert re.search(r"^::: refdecode\.", text, flags=re.M), f"{page.name}: no code block from the source"
 
 
@@ -98,3 +102,17 @@ def test_nothing_is_loaded_from_the_network():
     for page in PAGES:
         remote = re.findall(r"<(?:script|img|link|iframe)[^>]+(?:src|href)=\"(?:https?:)?//", page.read_text("utf-8"))
         assert not remote, f"{page.name} loads a remote asset"
+
+
+#: A source document cited by its seed-file number instead of its short name (docs/references.md).
+BY_NUMBER = re.compile(r"\b(?:[Ss]ource |[Ss]eed )?[Dd]ocuments? 00[0-4]\b|\bdoc 00[0-4]\b")
+
+
+def test_source_documents_are_cited_by_short_name():
+    """"document 003" tells a reader nothing; "the neural-speed article" is explained on the references page."""
+    files = PAGES + sorted((ROOT / "tutorials").glob("*.py")) + sorted((ROOT / "tutorials").glob("*.md"))
+    cited = [f"{p.relative_to(ROOT)}:{m.group(0)}" for p in files for m in BY_NUMBER.finditer(p.read_text("utf-8"))]
+    assert not cited, f"cite the source documents by their short names (docs/references.md): {cited[:10]}"
+    references = (DOCS / "references.md").read_text("utf-8")
+    for short in ("4.26 walkthrough", "top-p article", "pipeline post", "neural-speed article", "sampling note"):
+        assert f"**Short name:** *{short}*" in references, f"references.md does not explain {short!r}"
