@@ -108,3 +108,17 @@ def test_every_algorithm_page_shows_a_picture(page):
     assert pictures, f"docs/{page} shows no picture from docs/img/"
     for name in pictures:
         assert (IMG / name).is_file(), f"docs/{page} shows img/{name}, which does not exist"
+
+
+TUTORIALS_WITH_PICTURES = ["01_toy_model.py", "02_tokens_and_forward.py", "03_greedy.py", "04_sampling.py",
+                           "05_beam_search.py", "06_diverse.py"]
+
+
+@pytest.mark.parametrize("name", TUTORIALS_WITH_PICTURES)
+def test_tutorials_show_the_pictures_inline(name):
+    """A markdown cell ``![...](../docs/img/x.svg)``: a notebook made with jupytext shows the picture inline."""
+    text = (ROOT / "tutorials" / name).read_text("utf-8")
+    pictures = re.findall(r"^# !\[[^\]]*\]\(\.\./docs/img/([\w.-]+\.svg)\)$", text, flags=re.M)
+    assert pictures, f"tutorials/{name} shows no picture"
+    for pic in pictures:
+        assert (IMG / pic).is_file(), f"tutorials/{name} shows docs/img/{pic}, which does not exist"

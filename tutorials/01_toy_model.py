@@ -2,7 +2,7 @@
 # # 01 · A toy language model: greedy, beam search, and the true best sequence
 #
 # A language model is a function from a prefix to a probability distribution over the next token.
-# Here the "model" is a table small enough to read: the example of source document 000, section 2.1
+# Here the "model" is a table small enough to read: the example of the 4.26 walkthrough, section 2.1
 # (the figure of Hugging Face's "How to generate text"). From "The":
 #
 # - **greedy** takes the most probable word at every step: "The nice woman", probability
@@ -68,6 +68,11 @@ assert np.isclose(p_greedy, 0.2)
 # which keeps the finished hypotheses. `length_penalty=0.0` makes a sequence's score the plain sum
 # of its log-probabilities (the default, 1.0, divides by the length: tutorial 05), so
 # `exp(score)` is the sequence's probability.
+
+# %% [markdown]
+# ![Beam search on the toy tree: greedy's path (dashed) and the two beams](../docs/img/beam-tree-toy.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/beam-tree-toy.svg`).*
 
 # %%
 num_beams = 2

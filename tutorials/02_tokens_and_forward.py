@@ -120,11 +120,16 @@ assert np.array_equal(seq, seq_cached)
 #
 # In beam search (tutorial 05) each step may drop a beam and continue another one twice. Row i of
 # the next step continues row `beam_idx[i]` of this step, so its cached keys/values must become
-# that row's: `cache.reorder(beam_idx)`, in place. Source document 003's example: four beams,
+# that row's: `cache.reorder(beam_idx)`, in place. The neural-speed article's example: four beams,
 # `beam_idx = [2, 1, 1, 0]`.
 #
 # Check: reorder a cache of four prompts, feed one more token, and compare with running the
 # reordered prompts from scratch.
+
+# %% [markdown]
+# ![KVCache.reorder with beam_idx 2, 1, 1, 0: rows moving](../docs/img/kv-cache-reorder.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/kv-cache-reorder.svg`).*
 
 # %%
 texts = ["The dog has", "The nice woman", "The car drives", "ROMEO:"]
@@ -188,7 +193,7 @@ assert attention_mask.sum(axis=1).tolist() == [3, 1]
 #    (int (B, T)): real tokens count from 0, pad positions are set to 1 (what transformers' generation does).
 # 2. **`reorder_rows(keys, beam_idx)`**: the keys of one layer, float32 (N, H, S, D), after a beam step
 #    whose `beam_idx` says "new row i continues old row beam_idx[i]" (`cache.reorder`).
-#    Try it on document 003's `[2, 1, 1, 0]`: one row is copied twice and one is dropped.
+#    Try it on the neural-speed article's `[2, 1, 1, 0]`: one row is copied twice and one is dropped.
 #
 # Solutions: `tutorials/solutions/lab02_tokens_and_forward.py` (run it to see the checker pass). Try first.
 

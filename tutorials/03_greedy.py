@@ -8,7 +8,7 @@
 # New here: the loop itself, why greedy text loops, and **logits processors** -- functions
 # `(input_ids, scores) -> new scores` applied before the argmax: `MinLengthLogitsProcessor`,
 # `RepetitionPenaltyLogitsProcessor`, `NoRepeatNGramLogitsProcessor`, and one we write ourselves.
-# The last section ports the greedy quick start of source document 000 (section 2.2).
+# The last section ports the greedy quick start of the 4.26 walkthrough (section 2.2).
 
 # %%
 import numpy as np
@@ -60,8 +60,13 @@ assert np.array_equal(seq, greedy)
 # ## 2. Greedy text loops  `# NEW`
 #
 # Once greedy has produced a phrase, the phrase makes itself more likely, and the loop closes
-# (document 000: "the model, after a repeated token, is likely to fall into a loop"). Find the
+# (the 4.26 walkthrough: "the model, after a repeated token, is likely to fall into a loop"). Find the
 # shortest period p with which the generated tail repeats.
+
+# %% [markdown]
+# ![The step where greedy repeats itself, before and after a no-repeat-2-gram ban](../docs/img/no-repeat-ngram.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/no-repeat-ngram.svg`).*
 
 # %%
 def tail_period(tokens, min_repeats=2):
@@ -121,6 +126,11 @@ assert held_back.shape[1] == min_length + 1 and held_back[0, -1] == EOS and EOS 
 # a positive score is divided by θ and a negative one multiplied by θ -- both push it down.
 # Check it against that rule written out by hand, on the first step's logits.
 
+# %% [markdown]
+# ![One step before and after repetition penalty 1.3](../docs/img/repetition-penalty.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/repetition-penalty.svg`).*
+
 # %%
 theta = 1.2
 logits = model(prompt).logits[:, -1]                  # (1, V) raw scores of the first step
@@ -157,9 +167,9 @@ print(len(bigrams), len(set(bigrams)), show(tokenizer, no_repeat[0, T:]))
 assert len(bigrams) == len(set(bigrams))
 
 # %% [markdown]
-# ## 5. Document 000's greedy quick start, ported  `# NEW`
+# ## 5. The 4.26 walkthrough's greedy quick start, ported  `# NEW`
 #
-# transformers 4.26 (document 000, section 2.2):
+# transformers 4.26 (the 4.26 walkthrough, section 2.2):
 #
 # ```python
 # model.generation_config.pad_token_id = model.generation_config.eos_token_id

@@ -56,6 +56,11 @@ print(chart(logits))                                          # -> the model's o
 # Divide the scores by T: `softmax(s / T)`. T < 1 sharpens (T -> 0 is greedy), T > 1 flattens.
 # Check against `exp(s / T)` normalised by hand in float64, and check that the entropy grows with T.
 
+# %% [markdown]
+# ![One step of the shipped model at four temperatures](../docs/img/temperature.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/temperature.svg`).*
+
 # %%
 for t in (0.5, 1.0, 2.0):
     warped = TemperatureLogitsWarper(t)(prompt, logits)
@@ -74,6 +79,11 @@ assert entropy(logits / 0.5) < entropy(logits) < entropy(logits / 2.0)
 # Keep the k highest scores, set the rest to -inf; softmax renormalises over the survivors.
 # (Ties with the k-th score are all kept, so "at least k".)
 
+# %% [markdown]
+# ![One step before and after top-k](../docs/img/top-k.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/top-k.svg`).*
+
 # %%
 k = 10
 topk = TopKLogitsWarper(top_k=k)(prompt, logits)
@@ -89,6 +99,16 @@ assert np.isclose(softmax(topk)[0, kept].sum(), 1.0, atol=1e-5)
 # Keep the most probable tokens until their mass reaches p. Checked against that sentence,
 # computed in float64: a token is kept when the mass of the tokens more probable than it is < p.
 # (A 1e-6 margin leaves out the tokens where float32 rounding could decide.)
+
+# %% [markdown]
+# ![Sorted probabilities, cumulative mass and the threshold p](../docs/img/top-p.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/top-p.svg`).*
+
+# %% [markdown]
+# ![Which tokens the three top-p rules keep](../docs/img/top-p-variants.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/top-p-variants.svg`).*
 
 # %%
 top_p = 0.9
@@ -107,9 +127,9 @@ assert kept[mass_before < top_p - 1e-6].all() and not kept[mass_before > top_p +
 #
 # - transformers (`TopPLogitsWarper`, `top_p_warp`): sort ascending, drop the tail whose mass is
 #   `<= 1 - p`;
-# - Meta llama's `sample_top_p` (document 001; `llama_top_p_probs`): sort descending, drop where
+# - Meta llama's `sample_top_p` (the top-p article; `llama_top_p_probs`): sort descending, drop where
 #   `cumsum - p_i > p`;
-# - document 004's `top_p_filtering` (`shifted_top_p_warp`): drop where `cumsum > p`, shifted right
+# - the sampling note's `top_p_filtering` (`shifted_top_p_warp`): drop where `cumsum > p`, shifted right
 #   by one.
 #
 # All three mean "keep until the mass reaches p"; they differ when the mass before a token is
@@ -122,8 +142,8 @@ def kept_ids(scores_or_probs):
 
 
 examples = {
-    "doc 001": (np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32), 0.8),
-    "doc 004": (np.array([[0.4, 0.2, 0.15, 0.15, 0.1]], dtype=np.float32), 0.8),
+    "article": (np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32), 0.8),
+    "note": (np.array([[0.4, 0.2, 0.15, 0.15, 0.1]], dtype=np.float32), 0.8),
     "boundary": (np.array([[0.5, 0.25, 0.125, 0.125]], dtype=np.float32), 0.75),
 }
 results = {}
@@ -131,15 +151,15 @@ for name, (probs, p) in examples.items():
     results[name] = (kept_ids(TopPLogitsWarper(p)(None, np.log(probs))),
                      kept_ids(llama_top_p_probs(probs, p)),
                      kept_ids(shifted_top_p_warp(np.log(probs), p)))
-    print(f"{name:>8} p={p}: transformers {results[name][0]}, llama {results[name][1]}, doc 004 {results[name][2]}")
-# ->  doc 001 p=0.8: transformers [1, 2, 3], llama [1, 2, 3], doc 004 [1, 2, 3]
-# ->  doc 004 p=0.8: transformers [0, 1, 2, 3], llama [0, 1, 2, 3], doc 004 [0, 1, 2, 3]
-# -> boundary p=0.75: transformers [0, 1], llama [0, 1, 2], doc 004 [0, 1, 2]
+    print(f"{name:>8} p={p}: transformers {results[name][0]}, llama {results[name][1]}, shifted {results[name][2]}")
+# ->  article p=0.8: transformers [1, 2, 3], llama [1, 2, 3], shifted [1, 2, 3]
+# ->     note p=0.8: transformers [0, 1, 2, 3], llama [0, 1, 2, 3], shifted [0, 1, 2, 3]
+# -> boundary p=0.75: transformers [0, 1], llama [0, 1, 2], shifted [0, 1, 2]
 
-# By hand: doc 001 sorted 0.4, 0.3, 0.15 -> mass 0.85 >= 0.8 with 3 tokens (its prose keeps 2).
-# doc 004: 0.4 + 0.2 + 0.15 = 0.75 < 0.8, so a 4th token is needed (its prose keeps 3).
+# By hand: the top-p article's example ("article") sorted 0.4, 0.3, 0.15 -> mass 0.85 >= 0.8 with 3 tokens (its prose keeps 2).
+# the sampling note's ("note"): 0.4 + 0.2 + 0.15 = 0.75 < 0.8, so a 4th token is needed (its prose keeps 3).
 # boundary: 0.5 + 0.25 = 0.75 = p exactly: transformers stops, "mass before <= p" keeps one more.
-assert results == {"doc 001": ([1, 2, 3],) * 3, "doc 004": ([0, 1, 2, 3],) * 3,
+assert results == {"article": ([1, 2, 3],) * 3, "note": ([0, 1, 2, 3],) * 3,
                    "boundary": ([0, 1], [0, 1, 2], [0, 1, 2])}
 
 # %% [markdown]
@@ -193,7 +213,7 @@ assert np.array_equal(one, greedy_search(model, prompt, max_length=T + 25, pad_t
 # 1. **`temperature_softmax(logits, temperature)`**: the probabilities after temperature, float32 (N, V).
 # 2. **`top_k_filter(scores, top_k)`**: `TopKLogitsWarper(top_k)` by hand: -inf for every score below the
 #    k-th largest. What happens to tokens *tied* with the k-th largest score?
-# 3. **`llama_top_p(probs, p)`**: top-p the llama way (source document 001's `sample_top_p`): sort the
+# 3. **`llama_top_p(probs, p)`**: top-p the llama way (the top-p article's `sample_top_p`): sort the
 #    probabilities, zero a token when the mass *before* it exceeds `p`, renormalise; return the
 #    probabilities in vocabulary order, float32 (N, V). Compare with `llama_top_p_probs` above.
 #

@@ -5,7 +5,7 @@
 #
 # 1. every running beam k has a score `s_k` (sum of log-probabilities so far);
 # 2. candidates `s_k + log p(v | beam k)` for all K·V pairs; keep the best **2·K** (if up to K of
-#    them end with eos, K non-eos ones still remain to continue: document 002, "why 2*num_beams");
+#    them end with eos, K non-eos ones still remain to continue: the pipeline post, "why 2*num_beams");
 # 3. `BeamSearchScorer.process` walks them in rank order: an eos candidate among the top K becomes a
 #    finished **hypothesis** (kept in `BeamHypotheses`, at most K per prompt), other candidates fill
 #    the K running slots;
@@ -14,7 +14,7 @@
 #    `max_length`; `finalize` then picks the best hypotheses.
 #
 # New here: the loop written out with refdecode's own pieces, checked against `beam_search`;
-# the length penalty (document 000's examples eg1-eg3) and `early_stopping`; then GPT-2.
+# the length penalty (the 4.26 walkthrough's examples eg1-eg3) and `early_stopping`; then GPT-2.
 
 # %%
 import numpy as np
@@ -91,8 +91,13 @@ assert np.array_equal(out.sequences_scores, final["sequence_scores"])
 #
 # A finished hypothesis scores `sum_logprobs / length ** length_penalty` (`BeamHypotheses.add`).
 # Summed log-probs only go down as a sequence grows, so with penalty 0 short sequences win;
-# penalty > 0 favours longer ones. Document 000's examples: "今天天气很好" (6 tokens, sum -0.6)
+# penalty > 0 favours longer ones. The 4.26 walkthrough's examples: "今天天气很好" (6 tokens, sum -0.6)
 # against "今天天气真的真的很好" (10 tokens, sum -0.8).
+
+# %% [markdown]
+# ![Score against length for several length penalties](../docs/img/length-penalty.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/length-penalty.svg`).*
 
 # %%
 for alpha, short_by_hand, long_by_hand in ((0.0, -0.6, -0.8), (1.0, -0.6 / 6, -0.8 / 10), (2.0, -0.6 / 36, -0.8 / 100)):
@@ -138,6 +143,11 @@ assert rows == {True: [True, True], False: [False, True], "never": [False, False
 #
 # `beam_search` with 4 beams and the default length penalty 1.0. `sequences_scores` is the
 # length-normalised sum of log-probs; recompute it from a plain forward pass (no cache, no beams).
+
+# %% [markdown]
+# ![The beam search tree of a five-step run on the shipped model](../docs/img/beam-tree-shakespeare.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/beam-tree-shakespeare.svg`).*
 
 # %%
 gpt2, tokenizer = load()

@@ -74,6 +74,11 @@ assert plain.shape[0] == K
 #
 # The candidates are drawn, so pass a seed (or `rng=`): the same seed gives the same beams.
 
+# %% [markdown]
+# ![Beam sample on the toy tree, seed 3: both beams draw the same word](../docs/img/beam-sample-toy.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/beam-sample-toy.svg`).*
+
 # %%
 def run_beam_sample(seed):
     scorer = BeamSearchScorer(batch_size=1, num_beams=K, num_beam_hyps_to_keep=K)
@@ -112,6 +117,11 @@ assert np.array_equal(hamming(None, scores, current_tokens=current_tokens, beam_
 #
 # `BeamSearchScorer(num_beam_groups=G)` keeps one pool of hypotheses per group; the processor list
 # must contain the Hamming processor (`generate` adds it from `diversity_penalty`: tutorial 07).
+
+# %% [markdown]
+# ![Group beam search: four groups and the Hamming penalty each paid](../docs/img/group-beam-search.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/group-beam-search.svg`).*
 
 # %%
 def run_groups(penalty, groups=K):

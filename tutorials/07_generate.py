@@ -69,7 +69,7 @@ assert [generation_mode(GenerationConfig(**kw)) for kw in ({}, {"do_sample": Tru
 # warpers from `temperature` -> `top_k` -> `top_p` (and `top_k=50` is the default whenever sampling).
 
 # %%
-# beam search: document 000's beam quick start (3 beams, 2 returned, NoRepeatNGram(2)) with GPT-2
+# beam search: the 4.26 walkthrough's beam quick start (3 beams, 2 returned, NoRepeatNGram(2)) with GPT-2
 via_generate = generate(model, prompt, max_new_tokens=N, num_beams=3, num_return_sequences=2, no_repeat_ngram_size=2)
 scorer = BeamSearchScorer(batch_size=1, num_beams=3, num_beam_hyps_to_keep=2, max_length=T + N)
 explicit = beam_search(model, np.repeat(prompt, 3, axis=0), scorer,

@@ -48,7 +48,7 @@ def load() -> tuple[GPT2, Tokenizer]:
 
 # ---- the toy language model of tutorial 01 -------------------------------------------------------
 
-#: The next-word probabilities of the figure in source document 000, section 2.1 (the figure of
+#: The next-word probabilities of the figure in the 4.26 walkthrough, section 2.1 (the figure of
 #: Hugging Face's blog post "How to generate text"). It stops after two words; we add an end: after
 #: the second word, "." (our end-of-sequence token) with 0.9 or "!" with 0.1; after "!", "." or "!"
 #: with 0.5 each. Tutorials 01 and 05 run on it.

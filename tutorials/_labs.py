@@ -288,8 +288,8 @@ def _cases_top_k() -> Iterator[Case]:
 
 
 def _cases_llama_top_p() -> Iterator[Case]:
-    # source document 001's example, a row where the mass of the top tokens equals p exactly, random rows
-    yield "document 001's example", dict(probs=np.array([[0.05, 0.1, 0.6, 0.15, 0.1]], dtype=np.float32), p=0.8), None
+    # the top-p article's example, a row where the mass of the top tokens equals p exactly, random rows
+    yield "the top-p article's example", dict(probs=np.array([[0.05, 0.1, 0.6, 0.15, 0.1]], dtype=np.float32), p=0.8), None
     yield "mass exactly p", dict(probs=np.array([[0.5, 0.25, 0.125, 0.0625, 0.0625]], dtype=np.float32),
                                  p=0.75), None
     yield "p = 1 keeps everything", dict(probs=np.array([[0.7, 0.2, 0.1]], dtype=np.float32), p=1.0), None
@@ -455,7 +455,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
              same_scores),
     Exercise("top_k_filter", 4, "top-k: -inf for every score below the k-th largest",
              _processor_cases(lambda scores, top_k: TopKLogitsWarper(top_k)(None, scores), _cases_top_k), same_scores),
-    Exercise("llama_top_p", 4, "llama's sample_top_p filter (source document 001), renormalised",
+    Exercise("llama_top_p", 4, "llama's sample_top_p filter (the top-p article), renormalised",
              _processor_cases(lambda probs, p: llama_top_p_probs(probs, p), _cases_llama_top_p), same_scores),
     Exercise("hypothesis_score", 5, "a finished hypothesis' score: sum_logprobs / generated_len ** length_penalty",
              _cases_hypothesis_score, same_float),
