@@ -126,6 +126,29 @@ class KVCache:
         """Mark ``n_tokens`` more positions valid (after every layer has appended them)."""
         self.length += int(n_tokens)
 
+    def crop(self, length: int) -> None:
+        """In place: keep the first ``length`` tokens, forget the rest (transformers' ``_crop_past_key_values``).
+
+        Speculative and prompt-lookup decoding (docs/speculative-decoding.md) write the keys/values of
+        several drafted tokens in one forward pass, then keep only those the model accepted. Cropping
+        only moves the fill level: slots ``length..S-1`` become free and the next :meth:`append`
+        overwrites them, so crop-then-append holds exactly what appending the kept tokens alone would.
+
+        Args:
+            length: new S, an integer in [0, S].
+
+        >>> cache = KVCache(n_layer=1, batch_size=1, n_head=1, head_dim=1, capacity=4)
+        >>> k = np.arange(3, dtype=np.float32).reshape(1, 1, 3, 1)        # 3 tokens: 0, 1, 2
+        >>> _ = cache.append(0, k, k); cache.advance(3)
+        >>> cache.crop(1)                                                  # keep token 0 only
+        >>> _ = cache.append(0, k[:, :, 2:] + 5, k[:, :, 2:]); cache.advance(1)
+        >>> cache.length, cache.keys(0).ravel().tolist()
+        (2, [0.0, 7.0])
+        """
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or not 0 <= length <= self.length:
+            raise ValueError(f"`length` must be an integer in [0, {self.length}] (the tokens held), got {length!r}")
+        self.length = int(length)
+
     def _grow(self, layer: int, new_capacity: int) -> None:
         """Reallocate one layer with ``new_capacity`` slots, copying the S valid ones (amortised O(1))."""
         for store in (self._k, self._v):

@@ -59,6 +59,12 @@ class TokenCache:
         """In place: row i <- old row beam_idx[i]."""
         self.tokens = self.tokens[np.asarray(beam_idx)]
 
+    def crop(self, length: int) -> None:
+        """In place: keep the first ``length`` tokens (KVCache.crop)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"`length` must be an integer in [0, {self.length}] (the tokens held), got {length!r}")
+        self.tokens = self.tokens[:, :length]
+
     def expand(self, num_beams: int) -> TokenCache:
         """A new cache with each row repeated num_beams times consecutively."""
         new = TokenCache(self.batch_size * num_beams, self.capacity)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from refdecode.kv_cache import KVCache
 
@@ -109,3 +111,60 @@ def test_constructor_and_append_checks():
         cache.append(1, np.zeros((2, 1, 1, 1), np.float32), np.zeros((2, 1, 1, 1), np.float32))
     with pytest.raises(ValueError, match=r"shape \(2, 1, T, 1\)"):
         cache.append(0, np.zeros((3, 1, 1, 1), np.float32), np.zeros((3, 1, 1, 1), np.float32))
+
+
+# ---- crop (speculative and prompt-lookup decoding)
+
+
+def append_tokens(cache: KVCache, kv: np.ndarray) -> None:
+    """Append (L, 2, B, H, T, D) keys/values, every layer, then advance by T."""
+    for layer in range(cache.n_layer):
+        cache.append(layer, kv[layer, 0], kv[layer, 1])
+    cache.advance(kv.shape[-2])
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data(), st.integers(1, 3), st.integers(1, 6))
+def test_crop_then_append_equals_never_having_appended(chunks, data, new_len, capacity):
+    """Drafted tokens that are rejected leave no trace: after crop(n) and a new append, every layer's keys and
+    values equal those of a cache that only ever saw the first n tokens and the new ones (capacity small so
+    the doubling also happens after a crop)."""
+    rng = np.random.default_rng(sum(chunks) + 7 * new_len)
+    L, B, H, D = 2, 2, 2, 3
+    seen = rng.standard_normal((L, 2, B, H, sum(chunks), D)).astype(np.float32)   # (L, k/v, B, H, S, D)
+    new = rng.standard_normal((L, 2, B, H, new_len, D)).astype(np.float32)
+    keep = data.draw(st.integers(0, sum(chunks)), label="keep")
+    cropped = KVCache(L, B, H, D, capacity)
+    start = 0
+    for n in chunks:
+        append_tokens(cropped, seen[..., start : start + n, :])
+        start += n
+    cropped.crop(keep)
+    append_tokens(cropped, new)
+    fresh = KVCache(L, B, H, D, capacity)
+    if keep:
+        append_tokens(fresh, seen[..., :keep, :])
+    append_tokens(fresh, new)
+    assert cropped.length == fresh.length == keep + new_len
+    for layer in range(L):
+        np.testing.assert_array_equal(cropped.keys(layer), fresh.keys(layer))
+        np.testing.assert_array_equal(cropped.values(layer), fresh.values(layer))
+        assert cropped.keys(layer).dtype == np.float32
+
+
+def test_crop_keeps_the_prefix_and_is_in_place():
+    cache = filled(batch_size=2, length=4)
+    store = cache._k[0]
+    cache.crop(2)
+    assert cache.length == 2 and ids(cache) == [[0, 1], [10, 11]] and cache._k[0] is store
+    cache.crop(2)  # cropping to the current length changes nothing
+    assert ids(cache) == [[0, 1], [10, 11]]
+    cache.crop(0)
+    assert cache.length == 0 and cache.keys(1).shape == (2, 2, 0, 3)
+
+
+@pytest.mark.parametrize("bad", [-1, 5, 1.0, True, "2"])
+def test_crop_rejects_lengths_outside_what_is_held(bad):
+    cache = filled(batch_size=1, length=4)
+    with pytest.raises(ValueError, match=r"`length` must be an integer in \[0, 4\]"):
+        cache.crop(bad)
+    assert cache.length == 4
