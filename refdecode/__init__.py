@@ -6,6 +6,7 @@ The pipeline, one module per stage::
            ──gpt2.py + kv_cache.py──▶ logits (B, T, V) float32   (gpt2_fast.py: the same, faster; the default)
            ──logits_process.py / logits_warp.py──▶ scores (B, V) float32
            ──greedy.py / sampling.py / beam_search.py / group_beam_search.py──▶ next tokens
+             (assisted_decoding.py + candidate_generator.py: several drafted tokens checked per model call)
            ──stopping_criteria.py──▶ done?
            ──generate.py──▶ sequences (B*R, T_out) int64 (+ scores, beam indices)
 
@@ -64,6 +65,8 @@ from .seed import set_seed
 from .beam_scorer import BeamHypotheses, BeamSearchScorer
 from .beam_search import beam_sample, beam_search
 from .group_beam_search import group_beam_search
+from .candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
+from .assisted_decoding import assisted_decoding
 
 # 5  stopping
 from .stopping_criteria import (
@@ -93,7 +96,8 @@ __all__ = [
     "LogitsWarper", "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper",
     "temperature_warp", "top_k_warp", "top_p_warp", "llama_top_p_probs", "shifted_top_p_warp",
     "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
-    "group_beam_search", "StoppingCriteria", "StoppingCriteriaList", "MaxLengthCriteria", "MaxNewTokensCriteria",
+    "group_beam_search", "AssistedCandidateGenerator", "PromptLookupCandidateGenerator", "assisted_decoding",
+    "StoppingCriteria", "StoppingCriteriaList", "MaxLengthCriteria", "MaxNewTokensCriteria",
     "MaxTimeCriteria", "GenerationConfig", "GenerateDecoderOnlyOutput", "GenerateBeamDecoderOnlyOutput", "generate",
     # conveniences for code ported from transformers
     "BatchEncoding", "set_seed", "validate_stopping_criteria", "ModelOutput", "compute_transition_scores",

@@ -32,10 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from .assisted_decoding import assisted_decoding
+from .assisted_decoding import uniform as default_uniform
 from .beam_scorer import BeamSearchScorer
 from .beam_search import beam_sample, beam_search
 from .generation_config import GenerationConfig, generation_mode, length_warnings, model_generation_config
 from .greedy import greedy_search
+from .candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
 from .group_beam_search import group_beam_search
 from .logits_process import (
     HammingDiversityLogitsProcessor,
@@ -46,7 +49,7 @@ from .logits_process import (
     RepetitionPenaltyLogitsProcessor,
 )
 from .logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
-from .sampling import sample
+from .sampling import make_rng, sample
 from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList
 
 __all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
@@ -157,6 +160,54 @@ def stopping_criteria_for(config: GenerationConfig, n_positions: int, custom: An
     return StoppingCriteriaList(_merge(criteria, custom, "stopping criteria"))
 
 
+# ---- assisted generation (steps 10-12 of 4.38.2's generate for GenerationMode.ASSISTED_GENERATION)
+
+
+def _check_assistant(model: Any, assistant_model: Any, config: GenerationConfig, kwargs: dict) -> None:
+    """The assistant must share the vocabulary and reach max_length; say where 4.38.2 reads its draft length."""
+    for name in ("vocab_size", "n_positions"):
+        if not hasattr(getattr(assistant_model, "config", None), name) or not hasattr(assistant_model, "new_cache"):
+            raise TypeError(f"`assistant_model` has to be a model like the main one (config.vocab_size, "
+                            f"config.n_positions, new_cache), but is {type(assistant_model).__name__}")
+    if assistant_model.config.vocab_size != model.config.vocab_size:
+        raise ValueError(f"`assistant_model` has to have the model's vocabulary ({model.config.vocab_size} tokens), "
+                         f"but has {assistant_model.config.vocab_size}")
+    if assistant_model.config.n_positions < config.max_length:
+        raise ValueError(f"`assistant_model` has n_positions={assistant_model.config.n_positions}, less than "
+                         f"max_length={config.max_length}")
+    ignored = [k for k in ("num_assistant_tokens", "num_assistant_tokens_schedule") if k in kwargs]
+    if ignored:
+        warnings.warn(f"{', '.join(ignored)} given to generate() is not used: transformers 4.38.2 reads it from "
+                      "assistant_model.generation_config; set it there", UserWarning, stacklevel=3)
+
+
+def _assisted_generation(model: Any, assistant_model: Any, input_ids: np.ndarray, attention_mask: np.ndarray,
+                         config: GenerationConfig, custom_processors: Any, common: dict, rng: Any,
+                         draw: Any, uniform: Any, streamer: Any, kwargs: dict) -> Any:
+    """4.38.2's checks (one prompt, one sequence, a cache), the candidate generator, then the loop."""
+    if config.num_return_sequences > 1:
+        raise ValueError("num_return_sequences has to be 1 when doing assisted generate, "
+                         f"but is {config.num_return_sequences}.")
+    if input_ids.shape[0] > 1:
+        raise ValueError(f"assisted generate is only supported for batch_size = 1, but the batch has "
+                         f"{input_ids.shape[0]} prompts")
+    if not config.use_cache:
+        raise ValueError("assisted generate requires `use_cache=True`")
+    warpers = logits_warpers(config) if config.do_sample else None
+    eos = [config.eos_token_id] if isinstance(config.eos_token_id, int) else config.eos_token_id
+    if config.prompt_lookup_num_tokens is not None:  # it wins over an assistant, as in 4.38.2
+        generator: Any = PromptLookupCandidateGenerator(config.prompt_lookup_num_tokens,
+                                                        config.max_matching_ngram_size or 2)
+    else:
+        _check_assistant(model, assistant_model, config, kwargs)
+        generator = AssistedCandidateGenerator(
+            assistant_model, lambda prompt_len: logits_processors(config, prompt_len, custom_processors), warpers,
+            config.max_length, eos, attention_mask, rng, draw)
+    return assisted_decoding(model, input_ids, generator, do_sample=config.do_sample, logits_warper=warpers,
+                             attention_mask=attention_mask, rng=rng, draw=draw, uniform=uniform, streamer=streamer,
+                             **common)
+
+
 # ---- generate
 
 
@@ -203,14 +254,17 @@ def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> Non
 def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
              generation_config: GenerationConfig | None = None, logits_processor: Any = None,
              stopping_criteria: Any = None, seed: int | None = None, rng: np.random.Generator | None = None,
-             draw: Callable[..., np.ndarray] | None = None, streamer: Any = None, **kwargs: Any) -> Any:
+             draw: Callable[..., np.ndarray] | None = None, streamer: Any = None, assistant_model: Any = None,
+             uniform: Callable[..., np.ndarray] | None = None, **kwargs: Any) -> Any:
     """Generate continuations of ``input_ids`` int64 (B, T) (left-padded, with ``attention_mask`` (B, T)).
 
     ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
     ``seed``/``rng`` give the random generator of the sampling modes and ``draw`` replaces the
     multinomial draw (see :mod:`refdecode.sampling_draw`). ``streamer`` (a
     :class:`~refdecode.streamers.TextStreamer`, ...) receives the prompt, then every new token (greedy
-    and sample only, batch size 1, as transformers).
+    and sample only, batch size 1, as transformers). ``assistant_model`` (a smaller model with the same
+    vocabulary) or ``prompt_lookup_num_tokens=`` select assisted decoding (one prompt; greedy or sampling);
+    ``uniform`` replaces its acceptance uniforms (:mod:`refdecode.assisted_decoding`).
 
     >>> from refdecode.testing import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)),
@@ -234,7 +288,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     if config.max_new_tokens is not None:
         config.max_length = config.max_new_tokens + prompt_len
     _check_lengths(model, config, prompt_len)
-    mode = generation_mode(config)
+    mode = generation_mode(config, assistant_model)
     if streamer is not None:
         if config.num_beams > 1:
             raise ValueError("`streamer` cannot be used with beam search (yet!). Make sure that `num_beams` is set "
@@ -245,6 +299,9 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     common = dict(logits_processor=processors, stopping_criteria=criteria, pad_token_id=config.pad_token_id,
                   eos_token_id=config.eos_token_id, output_scores=config.output_scores,
                   output_logits=bool(config.output_logits), return_dict_in_generate=config.return_dict_in_generate)
+    if mode == "assisted_generation":
+        return _assisted_generation(model, assistant_model, input_ids, attention_mask, config, logits_processor,
+                                    common, make_rng(rng, seed), draw, uniform or default_uniform, streamer, kwargs)
     if mode == "greedy_search":
         return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, **common)
     if mode == "sample":

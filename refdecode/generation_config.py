@@ -100,13 +100,16 @@ class GenerationConfig:
     pad_token_id: int | None = None
     bos_token_id: int | None = None
     eos_token_id: int | list[int] | None = None
-    # encoder-decoder / assisted generation / cache (not used by a decoder-only model)
+    # encoder-decoder / cache (not used by a decoder-only model)
     encoder_no_repeat_ngram_size: int = 0
     decoder_start_token_id: int | None = None
+    cache_implementation: str | None = None
+    # assisted generation and prompt lookup (docs/speculative-decoding.md); 4.38.2 reads num_assistant_tokens
+    # and its schedule from the *assistant's* generation config
     num_assistant_tokens: int = 5
     num_assistant_tokens_schedule: str = "heuristic"
-    cache_implementation: str | None = None
     prompt_lookup_num_tokens: int | None = None
+    max_matching_ngram_size: int | None = None  # not in 4.38.2 (which always uses 2): a later transformers name
     generation_kwargs: dict = field(default_factory=dict)
     # metadata
     transformers_version: str | None = None
@@ -294,10 +297,12 @@ _FIELD_RULES: dict[str, Any] = {
     "eos_token_id": lambda name, v: check_token_ids(name, v),
     "encoder_no_repeat_ngram_size": _off_if_not_positive,
     "decoder_start_token_id": lambda name, v: check_token_ids(name, v),
-    "num_assistant_tokens": _integer(minimum=0),
-    "num_assistant_tokens_schedule": _type_only(str, "a string"),
+    "num_assistant_tokens": _integer(minimum=1),
+    "num_assistant_tokens_schedule": lambda name, v: check_choice(name, v, ("heuristic", "heuristic_transient",
+                                                                            "constant")),
     "cache_implementation": _type_only(str, "a string"),
-    "prompt_lookup_num_tokens": _integer(minimum=0, allow_none=True),
+    "prompt_lookup_num_tokens": _integer(minimum=1, allow_none=True),
+    "max_matching_ngram_size": _integer(minimum=1, allow_none=True),
     "generation_kwargs": _type_only(dict, "a dict"),
     "transformers_version": _type_only(str, "a string"),
 }
@@ -340,7 +345,6 @@ _UNIMPLEMENTED = {
     "output_hidden_states": lambda v: v is False,
     "encoder_no_repeat_ngram_size": lambda v: v is None or v <= 0,
     "cache_implementation": lambda v: v is None,
-    "prompt_lookup_num_tokens": lambda v: v is None,
 }
 
 
@@ -407,21 +411,30 @@ def _warn(messages: list[str]) -> None:
         warnings.warn(message, UserWarning, stacklevel=4)
 
 
-def generation_mode(config: GenerationConfig) -> str:
+def generation_mode(config: GenerationConfig, assistant_model: Any = None) -> str:
     """The decoding algorithm ``config`` selects, as 4.38.2's ``_get_generation_mode``.
 
     num_beams == 1: "greedy_search" (do_sample False) or "sample"; num_beams > 1:
     "group_beam_search" (num_beam_groups > 1), else "beam_sample" (do_sample) or "beam_search".
+    An ``assistant_model`` or ``prompt_lookup_num_tokens`` turns greedy search and sampling into
+    "assisted_generation" (and is refused with beams).
 
     >>> sampling, beam_sampling = GenerationConfig(do_sample=True), GenerationConfig(num_beams=2, do_sample=True)
     >>> generation_mode(sampling), generation_mode(beam_sampling)
     ('sample', 'beam_sample')
     """
     if config.num_beams == 1:
-        return "sample" if config.do_sample else "greedy_search"
-    if config.num_beam_groups > 1:
-        return "group_beam_search"
-    return "beam_sample" if config.do_sample else "beam_search"
+        mode = "sample" if config.do_sample else "greedy_search"
+    elif config.num_beam_groups > 1:
+        mode = "group_beam_search"
+    else:
+        mode = "beam_sample" if config.do_sample else "beam_search"
+    if assistant_model is not None or config.prompt_lookup_num_tokens is not None:
+        if mode not in ("greedy_search", "sample"):
+            raise ValueError("You've set `assistant_model`, which triggers assisted generate. Currently, assisted "
+                             "generate is only supported with Greedy Search and Sample.")
+        mode = "assisted_generation"
+    return mode
 
 
 def model_generation_config(model: Any) -> GenerationConfig:

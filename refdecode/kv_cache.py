@@ -2,7 +2,8 @@ r"""The KV cache: the keys and values of every token already seen, so a decoding
 
 Contract: :func:`refdecode.gpt2.gpt2` writes each layer's new keys/values here and reads back all of them;
 decoding loops (greedy, sampling, beam search) own the cache object and call :meth:`KVCache.reorder`
-after a beam step and :meth:`KVCache.expand` after a shared prefill. The cache knows nothing about
+after a beam step, :meth:`KVCache.expand` after a shared prefill and :meth:`KVCache.crop` after
+assisted decoding rejected drafted tokens. The cache knows nothing about
 tokens, masks or positions: it is float32 storage with a fill level.
 
 Why it exists: attention of token t needs k and v of tokens 0..t. Without a cache, step t recomputes
