@@ -405,11 +405,12 @@ MODEL = table_model(0, 6, 5)
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(prompt_lookup_num_tokens=0), r"`prompt_lookup_num_tokens` has to be an integer >= 1 or None, but is 0"),
-    (dict(prompt_lookup_num_tokens=True), r"`prompt_lookup_num_tokens` has to be an integer >= 1"),
-    (dict(prompt_lookup_num_tokens=3, max_matching_ngram_size=0), r"`max_matching_ngram_size` has to be an integer"),
-    (dict(num_assistant_tokens=0), r"`num_assistant_tokens` has to be an integer >= 1, but is 0"),
-    (dict(num_assistant_tokens_schedule="fast"), r"`num_assistant_tokens_schedule` has to be 'heuristic'"),
+    (dict(prompt_lookup_num_tokens=0), r"`prompt_lookup_num_tokens` must be an integer >= 1 or None, got 0"),
+    (dict(prompt_lookup_num_tokens=True), r"`prompt_lookup_num_tokens` must be an integer >= 1 or None, got True"),
+    (dict(prompt_lookup_num_tokens=3, max_matching_ngram_size=0), r"`max_matching_ngram_size` must be an integer >= 1"),
+    (dict(num_assistant_tokens=0), r"`num_assistant_tokens` must be an integer >= 1, got 0"),
+    (dict(num_assistant_tokens_schedule="fast"), r"`num_assistant_tokens_schedule` must be one of 'heuristic', "
+                                                 r"'heuristic_transient', 'constant', got 'fast'"),
     (dict(prompt_lookup_num_tokens=3, num_beams=2), "only supported with Greedy Search and Sample"),
     (dict(prompt_lookup_num_tokens=3, do_sample=True, num_return_sequences=2), "num_return_sequences has to be 1"),
     (dict(prompt_lookup_num_tokens=3, use_cache=False), "requires `use_cache=True`"),
@@ -451,3 +452,24 @@ def test_greedy_search_is_untouched_by_the_new_config_fields():
     ids = np.array([[1, 2, 3]])
     np.testing.assert_array_equal(generate(MODEL, ids, max_new_tokens=4, num_assistant_tokens=9),
                                   greedy_search(MODEL, ids, max_length=7, pad_token_id=0))
+
+
+def test_streamer_gets_the_prompt_then_each_rounds_tokens():
+    """As 4.38.2: ``streamer.put(valid_tokens)`` once per round (n + 1 tokens), then ``end()``."""
+    class Recording:
+        def __init__(self):
+            self.puts, self.ended = [], False
+
+        def put(self, value):
+            self.puts.append(np.asarray(value).ravel().tolist())
+
+        def end(self):
+            self.ended = True
+    table = np.full((5, 5), -5.0, dtype=np.float32)
+    for a, b in ((1, 2), (2, 3), (3, 4), (4, 1)):
+        table[a, b] = 5.0
+    streamer = Recording()
+    out = generate(TableModel(table), np.array([[1, 2, 3, 4, 1]]), max_new_tokens=8, prompt_lookup_num_tokens=4,
+                   streamer=streamer)
+    assert streamer.puts == [[1, 2, 3, 4, 1], [2, 3, 4, 1, 2], [3, 4, 1]] and streamer.ended
+    assert sum(streamer.puts, []) == out[0].tolist()
