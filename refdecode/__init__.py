@@ -67,6 +67,9 @@ from .beam_search import beam_sample, beam_search
 from .group_beam_search import group_beam_search
 from .candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
 from .assisted_decoding import assisted_decoding
+from .constraints import Constraint, ConstraintListState, DisjunctiveConstraint, PhrasalConstraint
+from .constrained_beam_scorer import ConstrainedBeamSearchScorer
+from .constrained_beam_search import constrained_beam_search
 
 # 5  stopping
 from .stopping_criteria import (
@@ -97,6 +100,8 @@ __all__ = [
     "temperature_warp", "top_k_warp", "top_p_warp", "llama_top_p_probs", "shifted_top_p_warp",
     "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
     "group_beam_search", "AssistedCandidateGenerator", "PromptLookupCandidateGenerator", "assisted_decoding",
+    "Constraint", "ConstraintListState", "DisjunctiveConstraint", "PhrasalConstraint",
+    "ConstrainedBeamSearchScorer", "constrained_beam_search",
     "StoppingCriteria", "StoppingCriteriaList", "MaxLengthCriteria", "MaxNewTokensCriteria",
     "MaxTimeCriteria", "GenerationConfig", "GenerateDecoderOnlyOutput", "GenerateBeamDecoderOnlyOutput", "generate",
     # conveniences for code ported from transformers

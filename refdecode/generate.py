@@ -36,6 +36,9 @@ from .assisted_decoding import assisted_decoding
 from .assisted_decoding import uniform as default_uniform
 from .beam_scorer import BeamSearchScorer
 from .beam_search import beam_sample, beam_search
+from .constrained_beam_scorer import ConstrainedBeamSearchScorer
+from .constrained_beam_search import constrained_beam_search
+from .constraints import constraints_from_config
 from .generation_config import GenerationConfig, generation_mode, length_warnings, model_generation_config
 from .greedy import greedy_search
 from .candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
@@ -308,13 +311,20 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
         warpers, r = logits_warpers(config), config.num_return_sequences
         return sample(model, np.repeat(input_ids, r, axis=0), attention_mask=np.repeat(attention_mask, r, axis=0),
                       logits_warper=warpers, rng=rng, seed=seed, draw=draw, streamer=streamer, **common)
+    ids, mask = np.repeat(input_ids, config.num_beams, axis=0), np.repeat(attention_mask, config.num_beams, axis=0)
+    if mode == "constrained_beam_search":
+        constrained = ConstrainedBeamSearchScorer(
+            batch_size=batch, num_beams=config.num_beams, length_penalty=config.length_penalty,
+            constraints=constraints_from_config(config.constraints, config.force_words_ids),
+            do_early_stopping=config.early_stopping, num_beam_hyps_to_keep=config.num_return_sequences,
+            max_length=config.max_length)
+        return constrained_beam_search(model, ids, constrained, attention_mask=mask, **common)
     warpers = logits_warpers(config) if mode == "beam_sample" else None
     scorer = BeamSearchScorer(batch_size=batch, num_beams=config.num_beams, length_penalty=config.length_penalty,
                               do_early_stopping=config.early_stopping,
                               num_beam_hyps_to_keep=config.num_return_sequences,
                               num_beam_groups=config.num_beam_groups if mode == "group_beam_search" else 1,
                               max_length=config.max_length)
-    ids, mask = np.repeat(input_ids, config.num_beams, axis=0), np.repeat(attention_mask, config.num_beams, axis=0)
     if mode == "beam_search":
         return beam_search(model, ids, scorer, attention_mask=mask, **common)
     if mode == "beam_sample":

@@ -4,7 +4,7 @@ Contract: a dataclass validated once (``__post_init__`` and :meth:`GenerationCon
 :func:`generation_mode` says which decoding algorithm it selects, as transformers'
 ``_get_generation_mode`` does. ``generate.py`` turns it into processors, warpers and a loop.
 
-Fields refdecode does not implement (contrastive search, constraints, typical/epsilon/eta
+Fields refdecode does not implement (contrastive search, typical/epsilon/eta
 sampling, forced tokens, ...) exist so that a transformers ``generation_config.json`` loads, but
 they are accepted only where transformers would ignore them (their defaults, or a value the
 4.38.2 code treats as "off"); anything else raises a ``ValueError`` naming the field.
@@ -142,6 +142,14 @@ class GenerationConfig:
             if self.diversity_penalty == 0.0:
                 raise ValueError(prefix + "`diversity_penalty` should be greater than `0.0`, otherwise your groups "
                                  "will be identical.")
+        if self.num_beams > 1 and self.constraints is not None:
+            prefix = ("`constraints` is not `None`, triggering constrained beam search. However, `{0}` is set to "
+                      "`{1}`, which is incompatible with this generation mode. Set `constraints=None` or unset "
+                      "`{0}` to continue.")
+            if self.do_sample is True:
+                raise ValueError(prefix.format("do_sample", self.do_sample))
+            if self.num_beam_groups != 1:
+                raise ValueError(prefix.format("num_beam_groups", self.num_beam_groups))
         if self.num_return_sequences != 1:
             if self.num_beams == 1 and self.do_sample is False:
                 raise ValueError("Greedy methods without beam search do not support `num_return_sequences` "
@@ -329,9 +337,7 @@ _UNIMPLEMENTED = {
     "eta_cutoff": lambda v: v is None or not 0.0 < v < 1.0,
     "encoder_repetition_penalty": lambda v: v is None or v == 1.0,
     "bad_words_ids": lambda v: v is None,
-    "force_words_ids": lambda v: v is None,
     "renormalize_logits": lambda v: v is False,
-    "constraints": lambda v: v is None,
     "forced_bos_token_id": lambda v: v is None,
     "forced_eos_token_id": lambda v: v is None,
     "remove_invalid_values": lambda v: v is False,
@@ -414,6 +420,7 @@ def _warn(messages: list[str]) -> None:
 def generation_mode(config: GenerationConfig, assistant_model: Any = None) -> str:
     """The decoding algorithm ``config`` selects, as 4.38.2's ``_get_generation_mode``.
 
+    ``constraints`` or ``force_words_ids`` set: "constrained_beam_search" (whatever the other fields);
     num_beams == 1: "greedy_search" (do_sample False) or "sample"; num_beams > 1:
     "group_beam_search" (num_beam_groups > 1), else "beam_sample" (do_sample) or "beam_search".
     An ``assistant_model`` or ``prompt_lookup_num_tokens`` turns greedy search and sampling into
@@ -423,6 +430,8 @@ def generation_mode(config: GenerationConfig, assistant_model: Any = None) -> st
     >>> generation_mode(sampling), generation_mode(beam_sampling)
     ('sample', 'beam_sample')
     """
+    if config.constraints is not None or config.force_words_ids is not None:
+        return "constrained_beam_search"
     if config.num_beams == 1:
         mode = "sample" if config.do_sample else "greedy_search"
     elif config.num_beam_groups > 1:
