@@ -5,6 +5,8 @@ The pipeline, one module per stage::
     prompt ──tokenizer.py──▶ input_ids (B, T) int64
            ──gpt2.py + kv_cache.py──▶ logits (B, T, V) float32   (gpt2_fast.py: the same, faster; the default)
            ──logits_process.py / logits_warp.py──▶ scores (B, V) float32
+             (more: token_constraints.py, prompt_penalties.py, length_penalties.py, score_cleanup.py,
+              entropy_warpers.py)
            ──greedy.py / sampling.py / beam_search.py / group_beam_search.py──▶ next tokens
              (assisted_decoding.py + candidate_generator.py: several drafted tokens checked per model call)
            ──stopping_criteria.py──▶ done?
@@ -56,6 +58,23 @@ from .logits_warp import (
     top_k_warp,
     top_p_warp,
 )
+from .entropy_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
+from .token_constraints import (
+    ForcedBOSTokenLogitsProcessor,
+    ForcedEOSTokenLogitsProcessor,
+    NoBadWordsLogitsProcessor,
+    PrefixConstrainedLogitsProcessor,
+    SequenceBiasLogitsProcessor,
+    SuppressTokensAtBeginLogitsProcessor,
+    SuppressTokensLogitsProcessor,
+)
+from .prompt_penalties import (
+    EncoderNoRepeatNGramLogitsProcessor,
+    EncoderRepetitionPenaltyLogitsProcessor,
+    UnbatchedClassifierFreeGuidanceLogitsProcessor,
+)
+from .length_penalties import ExponentialDecayLengthPenalty
+from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
 
 # 4  scores -> next token(s)
 from .sampling_draw import multinomial
@@ -98,6 +117,12 @@ __all__ = [
     "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor", "HammingDiversityLogitsProcessor",
     "LogitsWarper", "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper",
     "temperature_warp", "top_k_warp", "top_p_warp", "llama_top_p_probs", "shifted_top_p_warp",
+    "TypicalLogitsWarper", "EpsilonLogitsWarper", "EtaLogitsWarper", "MinPLogitsWarper",
+    "SequenceBiasLogitsProcessor", "NoBadWordsLogitsProcessor", "PrefixConstrainedLogitsProcessor",
+    "ForcedBOSTokenLogitsProcessor", "ForcedEOSTokenLogitsProcessor", "SuppressTokensLogitsProcessor",
+    "SuppressTokensAtBeginLogitsProcessor", "EncoderRepetitionPenaltyLogitsProcessor",
+    "EncoderNoRepeatNGramLogitsProcessor", "UnbatchedClassifierFreeGuidanceLogitsProcessor",
+    "ExponentialDecayLengthPenalty", "InfNanRemoveLogitsProcessor", "LogitNormalization",
     "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
     "group_beam_search", "AssistedCandidateGenerator", "PromptLookupCandidateGenerator", "assisted_decoding",
     "Constraint", "ConstraintListState", "DisjunctiveConstraint", "PhrasalConstraint",

@@ -51,8 +51,25 @@ from .logits_process import (
     NoRepeatNGramLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
 )
+from .entropy_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
+from .length_penalties import ExponentialDecayLengthPenalty
 from .logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from .prompt_penalties import (
+    EncoderNoRepeatNGramLogitsProcessor,
+    EncoderRepetitionPenaltyLogitsProcessor,
+    UnbatchedClassifierFreeGuidanceLogitsProcessor,
+)
 from .sampling import make_rng, sample
+from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
+from .token_constraints import (
+    ForcedBOSTokenLogitsProcessor,
+    ForcedEOSTokenLogitsProcessor,
+    NoBadWordsLogitsProcessor,
+    PrefixConstrainedLogitsProcessor,
+    SequenceBiasLogitsProcessor,
+    SuppressTokensAtBeginLogitsProcessor,
+    SuppressTokensLogitsProcessor,
+)
 from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList
 
 __all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
@@ -85,6 +102,18 @@ def _check_inputs(model: Any, input_ids: Any, attention_mask: Any) -> tuple[np.n
     return input_ids.astype(np.int64), attention_mask.astype(np.int64)
 
 
+def _negative_prompt(model: Any, negative_prompt_ids: Any) -> np.ndarray | None:
+    """``negative_prompt_ids``: None or int (N, T) token ids of the vocabulary."""
+    if negative_prompt_ids is None:
+        return None
+    ids = np.asarray(negative_prompt_ids)
+    vocab = int(model.config.vocab_size)
+    if ids.dtype.kind not in "iu" or ids.ndim != 2 or ids.size == 0 or ids.min() < 0 or ids.max() >= vocab:
+        raise ValueError(f"`negative_prompt_ids` has to be an integer (rows, length) array of token ids in "
+                         f"[0, {vocab}), but has dtype {ids.dtype}, shape {ids.shape}")
+    return ids.astype(np.int64)
+
+
 def _default_attention_mask(input_ids: np.ndarray, pad_token_id: int | None, eos: list[int] | None) -> np.ndarray:
     """4.38.2 ``_prepare_attention_mask_for_generation``: (B, T) ``ids != pad`` if pad occurs and is not eos,
     else ones."""
@@ -107,52 +136,90 @@ def _merge(default: list, custom: Any, kind: str) -> list:
     return default + list(custom or [])
 
 
-def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = None) -> LogitsProcessorList:
-    """The processors 4.38.2's ``_get_logits_processor`` builds, **in this order**, then ``custom``:
+def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = None, *,
+                      prompt: np.ndarray | None = None, model: Any = None, prefix_allowed_tokens_fn: Any = None,
+                      negative_prompt_ids: np.ndarray | None = None,
+                      negative_prompt_attention_mask: np.ndarray | None = None) -> LogitsProcessorList:
+    """The processors 4.38.2's ``_get_logits_processor`` builds, **in this order**, then ``custom``, then
+    LogitNormalization (``renormalize_logits``) last of all. One line per processor below, with its condition.
 
-    1. HammingDiversity (``diversity_penalty > 0``)  2. RepetitionPenalty (``!= 1.0``)
-    3. NoRepeatNGram (``> 0``)  4. MinLength (``min_length > 0`` and an eos)
-    5. MinNewTokensLength (``min_new_tokens > 0`` and an eos; counts from ``prompt_len``).
-
-    Each is explained in docs/group-beam-search.md, docs/repetition-penalty.md,
-    docs/no-repeat-ngram.md and docs/min-length.md.
+    ``prompt`` (B, T0), the prompt ``generate`` was called with, not repeated for beams, is what
+    transformers passes as ``encoder_input_ids``; ``model`` runs the guidance branch. Pages:
+    docs/processors.md lists every processor with its page.
     """
-    procs: list = []
-    if config.diversity_penalty is not None and config.diversity_penalty > 0.0:
-        procs.append(HammingDiversityLogitsProcessor(diversity_penalty=config.diversity_penalty,
-                                                     num_beams=config.num_beams,
-                                                     num_beam_groups=config.num_beam_groups))
-    if config.repetition_penalty is not None and config.repetition_penalty != 1.0:
-        procs.append(RepetitionPenaltyLogitsProcessor(penalty=config.repetition_penalty))
-    if config.no_repeat_ngram_size is not None and config.no_repeat_ngram_size > 0:
-        procs.append(NoRepeatNGramLogitsProcessor(config.no_repeat_ngram_size))
-    if config.min_length is not None and config.eos_token_id is not None and config.min_length > 0:
-        procs.append(MinLengthLogitsProcessor(config.min_length, config.eos_token_id))
-    if config.min_new_tokens is not None and config.eos_token_id is not None and config.min_new_tokens > 0:
-        procs.append(MinNewTokensLengthLogitsProcessor(prompt_len, config.min_new_tokens, config.eos_token_id))
-    return LogitsProcessorList(_merge(procs, custom, "logits processor"))
+    c, eos = config, config.eos_token_id
+    begin = prompt_len + 1 if prompt_len == 1 and c.forced_bos_token_id is not None else prompt_len
+    steps = [  # (active?, build)
+        (c.guidance_scale is not None and c.guidance_scale != 1, lambda: UnbatchedClassifierFreeGuidanceLogitsProcessor(
+            c.guidance_scale, _need(model, "model"), negative_prompt_ids, negative_prompt_attention_mask)),
+        (c.sequence_bias is not None, lambda: SequenceBiasLogitsProcessor(c.sequence_bias)),
+        (c.diversity_penalty is not None and c.diversity_penalty > 0.0, lambda: HammingDiversityLogitsProcessor(
+            diversity_penalty=c.diversity_penalty, num_beams=c.num_beams, num_beam_groups=c.num_beam_groups)),
+        (c.encoder_repetition_penalty is not None and c.encoder_repetition_penalty != 1.0,
+         lambda: EncoderRepetitionPenaltyLogitsProcessor(c.encoder_repetition_penalty, _need(prompt, "prompt"))),
+        (c.repetition_penalty is not None and c.repetition_penalty != 1.0,
+         lambda: RepetitionPenaltyLogitsProcessor(penalty=c.repetition_penalty)),
+        (c.no_repeat_ngram_size is not None and c.no_repeat_ngram_size > 0,
+         lambda: NoRepeatNGramLogitsProcessor(c.no_repeat_ngram_size)),
+        (c.encoder_no_repeat_ngram_size is not None and c.encoder_no_repeat_ngram_size > 0,
+         lambda: EncoderNoRepeatNGramLogitsProcessor(c.encoder_no_repeat_ngram_size, _need(prompt, "prompt"))),
+        (c.bad_words_ids is not None, lambda: NoBadWordsLogitsProcessor(c.bad_words_ids, eos)),
+        (c.min_length is not None and eos is not None and c.min_length > 0,
+         lambda: MinLengthLogitsProcessor(c.min_length, eos)),
+        (c.min_new_tokens is not None and eos is not None and c.min_new_tokens > 0,
+         lambda: MinNewTokensLengthLogitsProcessor(prompt_len, c.min_new_tokens, eos)),
+        (prefix_allowed_tokens_fn is not None, lambda: PrefixConstrainedLogitsProcessor(
+            prefix_allowed_tokens_fn, c.num_beams // c.num_beam_groups)),
+        (c.forced_bos_token_id is not None, lambda: ForcedBOSTokenLogitsProcessor(c.forced_bos_token_id)),
+        (c.forced_eos_token_id is not None,
+         lambda: ForcedEOSTokenLogitsProcessor(c.max_length, c.forced_eos_token_id)),
+        (c.remove_invalid_values is True, lambda: InfNanRemoveLogitsProcessor()),
+        (c.exponential_decay_length_penalty is not None, lambda: ExponentialDecayLengthPenalty(
+            c.exponential_decay_length_penalty, _need(eos, "eos_token_id"), prompt_len)),
+        (c.suppress_tokens is not None, lambda: SuppressTokensLogitsProcessor(c.suppress_tokens)),
+        (c.begin_suppress_tokens is not None,
+         lambda: SuppressTokensAtBeginLogitsProcessor(c.begin_suppress_tokens, begin)),
+    ]
+    procs = _merge([build() for active, build in steps if active], custom, "logits processor")
+    return LogitsProcessorList(procs + ([LogitNormalization()] if c.renormalize_logits is True else []))
+
+
+def _need(value: Any, name: str) -> Any:
+    """A value a configured processor needs (the prompt, the model, an eos id), else a ValueError naming it."""
+    if value is None:
+        raise ValueError(f"this generation config needs `{name}` to build its processors, but it is None")
+    return value
 
 
 def logits_warpers(config: GenerationConfig) -> LogitsProcessorList:
-    """The warpers of 4.38.2's ``_get_logits_warper``, in order: temperature -> top-k -> top-p.
+    """The warpers of 4.38.2's ``_get_logits_warper``, in order:
+
+    temperature -> top-k -> top-p -> min-p (4.41) -> typical -> epsilon -> eta -> LogitNormalization.
 
     ``min_tokens_to_keep`` is 1, or for beam methods ``len(eos list) + 1`` (2 when eos is an int),
     so that a non-eos continuation always survives. ``top_k=50`` is the default and applies
     whenever sampling (#38549); ``top_k=0`` or None switches it off. See docs/temperature.md,
-    docs/top-k.md and docs/top-p.md.
+    docs/top-k.md, docs/top-p.md and docs/entropy-sampling.md.
     """
-    if config.num_beams > 1:
-        keep = len(config.eos_token_id) + 1 if isinstance(config.eos_token_id, list) else 2
+    c = config
+    if c.num_beams > 1:
+        keep = len(c.eos_token_id) + 1 if isinstance(c.eos_token_id, list) else 2
     else:
         keep = 1
-    warpers: list = []
-    if config.temperature is not None and config.temperature != 1.0:
-        warpers.append(TemperatureLogitsWarper(config.temperature))
-    if config.top_k is not None and config.top_k != 0:
-        warpers.append(TopKLogitsWarper(top_k=config.top_k, min_tokens_to_keep=keep))
-    if config.top_p is not None and config.top_p < 1.0:
-        warpers.append(TopPLogitsWarper(top_p=config.top_p, min_tokens_to_keep=keep))
-    return LogitsProcessorList(warpers)
+    steps = [  # (active?, build)
+        (c.temperature is not None and c.temperature != 1.0, lambda: TemperatureLogitsWarper(c.temperature)),
+        (c.top_k is not None and c.top_k != 0, lambda: TopKLogitsWarper(top_k=c.top_k, min_tokens_to_keep=keep)),
+        (c.top_p is not None and c.top_p < 1.0, lambda: TopPLogitsWarper(top_p=c.top_p, min_tokens_to_keep=keep)),
+        (c.min_p is not None, lambda: MinPLogitsWarper(min_p=c.min_p, min_tokens_to_keep=keep)),
+        (c.typical_p is not None and c.typical_p < 1.0,
+         lambda: TypicalLogitsWarper(mass=c.typical_p, min_tokens_to_keep=keep)),
+        (c.epsilon_cutoff is not None and 0.0 < c.epsilon_cutoff < 1.0,
+         lambda: EpsilonLogitsWarper(epsilon=c.epsilon_cutoff, min_tokens_to_keep=keep)),
+        (c.eta_cutoff is not None and 0.0 < c.eta_cutoff < 1.0,
+         lambda: EtaLogitsWarper(epsilon=c.eta_cutoff, min_tokens_to_keep=keep)),
+        (c.renormalize_logits is True, lambda: LogitNormalization()),
+    ]
+    return LogitsProcessorList([build() for active, build in steps if active])
 
 
 def stopping_criteria_for(config: GenerationConfig, n_positions: int, custom: Any = None) -> StoppingCriteriaList:
@@ -258,7 +325,9 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
              generation_config: GenerationConfig | None = None, logits_processor: Any = None,
              stopping_criteria: Any = None, seed: int | None = None, rng: np.random.Generator | None = None,
              draw: Callable[..., np.ndarray] | None = None, streamer: Any = None, assistant_model: Any = None,
-             uniform: Callable[..., np.ndarray] | None = None, **kwargs: Any) -> Any:
+             uniform: Callable[..., np.ndarray] | None = None, prefix_allowed_tokens_fn: Callable | None = None,
+             negative_prompt_ids: np.ndarray | None = None, negative_prompt_attention_mask: np.ndarray | None = None,
+             **kwargs: Any) -> Any:
     """Generate continuations of ``input_ids`` int64 (B, T) (left-padded, with ``attention_mask`` (B, T)).
 
     ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
@@ -268,6 +337,9 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     and sample only, batch size 1, as transformers). ``assistant_model`` (a smaller model with the same
     vocabulary) or ``prompt_lookup_num_tokens=`` select assisted decoding (one prompt; greedy or sampling);
     ``uniform`` replaces its acceptance uniforms (:mod:`refdecode.assisted_decoding`).
+    ``prefix_allowed_tokens_fn(batch_id, row) -> allowed ids`` restricts every step
+    (docs/bad-words-and-forcing.md); ``negative_prompt_ids`` / ``negative_prompt_attention_mask`` (one
+    row per generated row) are the unconditional branch of ``guidance_scale`` (docs/guidance.md).
 
     >>> from refdecode.testing import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)),
@@ -297,7 +369,10 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
             raise ValueError("`streamer` cannot be used with beam search (yet!). Make sure that `num_beams` is set "
                              "to 1.")
         streamer.put(input_ids)
-    processors = logits_processors(config, prompt_len, logits_processor)
+    processors = logits_processors(config, prompt_len, logits_processor, prompt=input_ids, model=model,
+                                   prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
+                                   negative_prompt_ids=_negative_prompt(model, negative_prompt_ids),
+                                   negative_prompt_attention_mask=negative_prompt_attention_mask)
     criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria)
     common = dict(logits_processor=processors, stopping_criteria=criteria, pad_token_id=config.pad_token_id,
                   eos_token_id=config.eos_token_id, output_scores=config.output_scores,

@@ -4,10 +4,11 @@ Contract: a dataclass validated once (``__post_init__`` and :meth:`GenerationCon
 :func:`generation_mode` says which decoding algorithm it selects, as transformers'
 ``_get_generation_mode`` does. ``generate.py`` turns it into processors, warpers and a loop.
 
-Fields refdecode does not implement (contrastive search, typical/epsilon/eta
-sampling, forced tokens, ...) exist so that a transformers ``generation_config.json`` loads, but
-they are accepted only where transformers would ignore them (their defaults, or a value the
-4.38.2 code treats as "off"); anything else raises a ``ValueError`` naming the field.
+Fields refdecode does not implement (contrastive search, forced decoder ids,
+attention / hidden-state outputs, ...) exist so that a transformers ``generation_config.json``
+loads, but they are accepted only where transformers would ignore them (their defaults, or a
+value the 4.38.2 code treats as "off"); anything else raises a ``ValueError`` naming the field.
+``min_p`` is a transformers 4.41 field (newer than the pinned 4.38.2).
 Docs: docs/generate.md.
 
 >>> cfg = GenerationConfig(num_beams=4, num_return_sequences=2)
@@ -70,6 +71,7 @@ class GenerationConfig:
     typical_p: float | None = 1.0
     epsilon_cutoff: float | None = 0.0
     eta_cutoff: float | None = 0.0
+    min_p: float | None = None  # transformers 4.41 (newer than the pinned 4.38.2)
     diversity_penalty: float = 0.0
     repetition_penalty: float | None = 1.0
     encoder_repetition_penalty: float | None = 1.0
@@ -131,6 +133,7 @@ class GenerationConfig:
         and stores the normalised value (``np.int64(5)`` -> ``5``, ``np.True_`` -> ``True``).
         """
         _check_fields(self)  # refdecode: every field's type and range (refdecode/validation.py), normalised
+        _check_processor_fields(self)  # the ranges and shapes of the processor / warper fields (issue 13)
         if self.num_beams > 1 and (self.diversity_penalty != 0.0 or self.num_beam_groups != 1):
             prefix = ("`diversity_penalty` is not 0.0 or `num_beam_groups` is not 1, triggering group beam search. "
                       "In this generation mode, ")
@@ -329,29 +332,52 @@ _DEFAULTS = {f.name: (f.default if f.default is not dataclasses.MISSING else {})
              for f in dataclasses.fields(GenerationConfig)}
 
 #: field -> predicate "transformers 4.38.2 would not act on this value" (the conditions of
-#: ``_get_logits_processor`` / ``_get_logits_warper`` / ``_get_generation_mode``).
+#: ``_get_logits_processor`` / ``_get_generation_mode``). What is left is contrastive search,
+#: forced decoder ids (Whisper-style), attention / hidden-state outputs and static caches:
+#: see docs/generate.md.
 _UNIMPLEMENTED = {
     "penalty_alpha": lambda v: v is None or v <= 0,
-    "typical_p": lambda v: v is None or v >= 1.0,
-    "epsilon_cutoff": lambda v: v is None or not 0.0 < v < 1.0,
-    "eta_cutoff": lambda v: v is None or not 0.0 < v < 1.0,
-    "encoder_repetition_penalty": lambda v: v is None or v == 1.0,
-    "bad_words_ids": lambda v: v is None,
-    "renormalize_logits": lambda v: v is False,
-    "forced_bos_token_id": lambda v: v is None,
-    "forced_eos_token_id": lambda v: v is None,
-    "remove_invalid_values": lambda v: v is False,
-    "exponential_decay_length_penalty": lambda v: v is None,
-    "suppress_tokens": lambda v: v is None,
-    "begin_suppress_tokens": lambda v: v is None,
     "forced_decoder_ids": lambda v: v is None,
-    "sequence_bias": lambda v: v is None,
-    "guidance_scale": lambda v: v is None or v == 1,
     "output_attentions": lambda v: v is False,
     "output_hidden_states": lambda v: v is False,
-    "encoder_no_repeat_ngram_size": lambda v: v is None or v <= 0,
     "cache_implementation": lambda v: v is None,
 }
+
+
+def _check_processor_fields(c: GenerationConfig) -> None:
+    """Range and shape of the processor / warper fields, after ``_check_fields`` checked their types.
+
+    transformers 4.38.2 checks most of these only when it builds the processor (and ignores
+    ``epsilon_cutoff`` / ``eta_cutoff`` outside (0, 1)); refdecode checks them here, whatever the mode.
+    """
+    from .token_constraints import _bad_words_bias, _check_sequence_bias, _check_token_list
+
+    def real(name: str, ok, allowed: str) -> None:
+        v = getattr(c, name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(v)):
+            raise ValueError(f"`{name}` has to be {allowed}, but is {v!r}")
+
+    real("typical_p", lambda v: 0.0 < v <= 1.0, "a float in (0, 1] (1.0 = off)")
+    real("epsilon_cutoff", lambda v: 0.0 <= v < 1.0, "a float in [0, 1) (0.0 = off)")
+    real("eta_cutoff", lambda v: 0.0 <= v < 1.0, "a float in [0, 1) (0.0 = off)")
+    real("min_p", lambda v: 0.0 <= v <= 1.0, "a float in [0, 1] (None = off)")
+    real("encoder_repetition_penalty", lambda v: v > 0, "a float > 0 (1.0 = off)")
+    real("guidance_scale", lambda v: abs(v) < float("inf"), "a finite float (None or 1 = off)")
+    if isinstance(c.forced_eos_token_id, list) and not c.forced_eos_token_id:
+        raise ValueError("`forced_eos_token_id` has to be a token id or a non-empty list of them, but is []")
+    for name in ("suppress_tokens", "begin_suppress_tokens"):
+        if getattr(c, name) is not None:
+            _check_token_list(name, getattr(c, name))
+    if c.bad_words_ids is not None:
+        _bad_words_bias(c.bad_words_ids, None)
+    if c.sequence_bias is not None:
+        _check_sequence_bias(c.sequence_bias)
+    pair = c.exponential_decay_length_penalty
+    if pair is not None and (not isinstance(pair, (tuple, list)) or len(pair) != 2 or isinstance(pair[0], bool)
+                             or not isinstance(pair[0], int) or pair[0] < 0 or isinstance(pair[1], bool)
+                             or not isinstance(pair[1], (int, float)) or not pair[1] > 0):
+        raise ValueError(f"`exponential_decay_length_penalty` has to be a pair (start_index: int >= 0, "
+                         f"decay_factor: float > 0), but is {pair!r}")
 
 
 # ---- warnings: the conditions of transformers 4.38.2 (GenerationConfig.validate, generate's length checks)

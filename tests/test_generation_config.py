@@ -58,9 +58,8 @@ def test_invalid_values_raise_naming_the_field(kwargs, field):
 
 
 @pytest.mark.parametrize("field, value", [
-    ("penalty_alpha", 0.6), ("typical_p", 0.9), ("epsilon_cutoff", 3e-4), ("eta_cutoff", 1e-3),
-    ("bad_words_ids", [[1]]), ("renormalize_logits", True), ("forced_eos_token_id", 2), ("suppress_tokens", [1]),
-    ("guidance_scale", 1.5), ("output_attentions", True), ("sequence_bias", {(1,): 1.0}),
+    ("penalty_alpha", 0.6), ("force_words_ids", [[1]]), ("constraints", ["c"]), ("forced_decoder_ids", [[1, 2]]),
+    ("output_attentions", True), ("output_hidden_states", True), ("cache_implementation", "static"),
 ])
 def test_unimplemented_fields_only_accept_inactive_values(field, value):
     with pytest.raises(ValueError, match=f"`{field}`.*not implemented"):
@@ -68,8 +67,37 @@ def test_unimplemented_fields_only_accept_inactive_values(field, value):
 
 
 def test_inactive_values_of_unimplemented_fields_are_accepted():
-    """Values 4.38.2 itself ignores (typical_p >= 1, epsilon_cutoff outside (0, 1), guidance_scale 1)."""
-    GenerationConfig(typical_p=1.0, epsilon_cutoff=0.0, guidance_scale=1.0, penalty_alpha=0.0)
+    """Values 4.38.2 itself ignores (penalty_alpha 0, constraints None)."""
+    GenerationConfig(penalty_alpha=0.0, constraints=None, forced_decoder_ids=None)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("typical_p", 0.9), ("epsilon_cutoff", 3e-4), ("eta_cutoff", 1e-3), ("min_p", 0.1), ("bad_words_ids", [[1]]),
+    ("renormalize_logits", True), ("forced_eos_token_id", 2), ("forced_eos_token_id", [2, 3]),
+    ("forced_bos_token_id", 0), ("suppress_tokens", [1]), ("begin_suppress_tokens", []), ("guidance_scale", 1.5),
+    ("sequence_bias", {(1,): 1.0}), ("remove_invalid_values", True), ("encoder_repetition_penalty", 1.3),
+    ("encoder_no_repeat_ngram_size", 2), ("exponential_decay_length_penalty", (3, 1.5)),
+])
+def test_processor_fields_accept_valid_values(field, value):
+    """Issue 13: these fields are implemented now (refdecode/entropy_warpers.py, token_constraints.py, ...)."""
+    assert getattr(GenerationConfig(**{field: value}), field) == value
+
+
+@pytest.mark.parametrize("field, value", [
+    ("typical_p", 0.0), ("typical_p", 1.5), ("typical_p", "0.9"), ("epsilon_cutoff", 1.0), ("epsilon_cutoff", -0.1),
+    ("eta_cutoff", 2.0), ("min_p", 1.1), ("min_p", -0.5), ("encoder_repetition_penalty", 0.0),
+    ("guidance_scale", float("inf")), ("renormalize_logits", 1), ("remove_invalid_values", "yes"),
+    ("encoder_no_repeat_ngram_size", 1.5), ("forced_bos_token_id", -1),
+    ("forced_eos_token_id", []), ("forced_eos_token_id", [1, -2]), ("suppress_tokens", [1, "a"]),
+    ("suppress_tokens", 3), ("begin_suppress_tokens", [-1]), ("bad_words_ids", []), ("bad_words_ids", [1, 2]),
+    ("bad_words_ids", [[1], []]), ("bad_words_ids", [(1, 2)]), ("bad_words_ids", [[1, -2]]),
+    ("sequence_bias", {}), ("sequence_bias", {1: 1.0}), ("sequence_bias", {(): 1.0}), ("sequence_bias", {(1,): 1}),
+    ("exponential_decay_length_penalty", (3,)), ("exponential_decay_length_penalty", (-1, 1.5)),
+    ("exponential_decay_length_penalty", (2, 0.0)), ("exponential_decay_length_penalty", 1.5),
+])
+def test_processor_fields_refuse_invalid_values_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=f"`{field}`"):
+        GenerationConfig(**{field: value})
 
 
 def test_num_return_sequences_allowed_for_sampling_and_group_checks_skip_greedy():

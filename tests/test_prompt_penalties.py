@@ -1,0 +1,77 @@
+"""Tests for refdecode/prompt_penalties.py: golden parity with transformers 4.38.2 (standalone; the
+whole-generate cases, including classifier-free guidance, are in test_generate_processors.py),
+hand-sized cases, argument validation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from processor_golden import check_standalone, standalone_cases
+
+from refdecode.prompt_penalties import (
+    EncoderNoRepeatNGramLogitsProcessor,
+    EncoderRepetitionPenaltyLogitsProcessor,
+    UnbatchedClassifierFreeGuidanceLogitsProcessor,
+    encoder_no_repeat_ngram_process,
+    encoder_repetition_penalty_process,
+)
+from refdecode.testing import TableModel
+
+CLASSES = {"EncoderRepetitionPenaltyLogitsProcessor", "EncoderNoRepeatNGramLogitsProcessor"}
+
+
+@pytest.mark.parametrize("case, arrays", standalone_cases("processors_more.npz", CLASSES))
+def test_golden(case, arrays):
+    check_standalone(case, arrays)
+
+
+def test_golden_counts():
+    names = [c.values[0]["name"] for c in standalone_cases("processors_more.npz", CLASSES)]
+    assert names.count("encoder_repetition") == 12 and names.count("encoder_no_repeat_ngram") == 24
+
+
+def test_encoder_repetition_touches_only_the_first_b_rows_as_transformers():
+    """4.38.2 gathers/scatters the (B, T0) prompt into (N, V) scores: with N = 2B rows (beams), row 1 gets
+    prompt 1's tokens and rows >= B nothing. Golden cases with rows_per_prompt 2 and 3 pin this."""
+    s = np.ones((4, 4), dtype=np.float32)
+    out = encoder_repetition_penalty_process(s, np.array([[0], [1]]), 2.0)
+    assert out.tolist() == [[2, 1, 1, 1], [1, 2, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]
+
+
+def test_encoder_no_repeat_ngram_matches_rows_to_prompts_consecutively():
+    s = np.zeros((4, 3), dtype=np.float32)   # 2 prompts x 2 rows each
+    out = encoder_no_repeat_ngram_process(np.array([[0], [0], [0], [0]]), s, np.array([[0, 1], [0, 2]]), 2)
+    assert np.isneginf(out).tolist() == [[False, True, False], [False, True, False],
+                                         [False, False, True], [False, False, True]]
+
+
+def test_guidance_scale_one_returns_log_softmax_and_scale_mixes_with_the_unconditional_branch():
+    """TableModel: next-token logits depend on the last token only. Unconditional branch = last prompt token,
+    so at the first step u = log_softmax(table[last]) and s' = g (log_softmax(s) - u) + u."""
+    table = np.log(np.array([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.3, 0.3, 0.4]], dtype=np.float32))
+    model = TableModel(table, eos_token_id=0)
+    s = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
+    ls = s - np.log(np.exp(s).sum())
+    one = UnbatchedClassifierFreeGuidanceLogitsProcessor(1.0, model)(np.array([[2, 1]]), s)
+    np.testing.assert_allclose(one, ls, rtol=1e-6)
+    out = UnbatchedClassifierFreeGuidanceLogitsProcessor(3.0, model)(np.array([[2, 1]]), s)
+    u = table[1] - np.log(np.exp(table[1]).sum())
+    np.testing.assert_allclose(out, 3.0 * (ls - u) + u, rtol=1e-5)
+    assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: EncoderRepetitionPenaltyLogitsProcessor(2, np.array([[1]])), "encoder_repetition_penalty"),
+    (lambda: EncoderRepetitionPenaltyLogitsProcessor(-1.0, np.array([[1]])), "encoder_repetition_penalty"),
+    (lambda: EncoderRepetitionPenaltyLogitsProcessor(1.5, np.array([[1.5]])), "encoder_input_ids"),
+    (lambda: EncoderNoRepeatNGramLogitsProcessor(0, np.array([[1]])), "encoder_no_repeat_ngram_size"),
+    (lambda: EncoderNoRepeatNGramLogitsProcessor(2, np.zeros((1, 0), dtype=np.int64)), "encoder_input_ids"),
+    (lambda: UnbatchedClassifierFreeGuidanceLogitsProcessor(float("nan"), None), "guidance_scale"),
+    (lambda: encoder_repetition_penalty_process(np.zeros((1, 3), dtype=np.float32), np.array([[1], [2]]), 2.0),
+     "encoder_input_ids"),
+    (lambda: encoder_repetition_penalty_process(np.zeros((1, 3), dtype=np.float32), np.array([[5]]), 2.0),
+     "encoder_input_ids"),
+])
+def test_invalid_arguments_name_the_parameter(make, name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
+        make()
