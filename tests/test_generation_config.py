@@ -58,7 +58,7 @@ def test_invalid_values_raise_naming_the_field(kwargs, field):
 
 
 @pytest.mark.parametrize("field, value", [
-    ("penalty_alpha", 0.6), ("force_words_ids", [[1]]), ("constraints", ["c"]), ("forced_decoder_ids", [[1, 2]]),
+    ("penalty_alpha", 0.6), ("forced_decoder_ids", [[1, 2]]),
     ("output_attentions", True), ("output_hidden_states", True), ("cache_implementation", "static"),
 ])
 def test_unimplemented_fields_only_accept_inactive_values(field, value):
