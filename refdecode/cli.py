@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 # ``function(argv: list[str]) -> int`` parses ``argv`` (the arguments after NAME) itself and returns the
 # exit status. The module is imported only when its subcommand runs, so cli.py imports none of them.
 # (A prompt that equals a subcommand's name can still be generated from: ``refdecode -- NAME``.)
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {"conformance": "refdecode.conformance.cli:main"}
 
 
 def _run_subcommand(name: str, argv: list[str]) -> int:

@@ -1,0 +1,143 @@
+r"""``refdecode conformance export DIR``: write the suite -- manifest, cases, arrays, model checkpoints.
+
+Contract: every registered case type's ``build()`` inputs, run through refdecode (``run``), written
+as JSON Lines, one case per line, in a layout any language can read::
+
+    DIR/manifest.json                  suite and refdecode versions, transformers version matched,
+                                       tolerance, and per case type: file, count, groups, tie rule,
+                                       JSON Schema of one case
+    DIR/cases/<type>.jsonl             {"id", "type", "note", "input", "expected", "margins"?}
+    DIR/arrays/<type>/<n>.<field>.npy  arrays of more than NPY_THRESHOLD values ({"npy": path} in the case)
+    DIR/models/<name>/                 config.json + model.safetensors of the GPT-2 cases
+
+Deterministic: seeded builders, no timestamps, keys in a fixed order, so two exports are
+byte-identical. Paths inside the suite are relative to DIR.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import refdecode
+
+from .kinds import to_json
+from .registry import REGISTRY, CaseType
+
+__all__ = ["export", "case_schema", "SUITE_VERSION", "TRANSFORMERS_VERSION", "NPY_THRESHOLD", "dumps"]
+
+SUITE_VERSION = "1.0.0"
+TRANSFORMERS_VERSION = "4.38.2"
+NPY_THRESHOLD = 4096  # arrays with more values than this go to .npy files
+_OWNED = ("manifest.json", "cases", "arrays", "models")
+
+
+def dumps(value: Any) -> str:
+    """One JSON line: standard JSON (no NaN/Infinity literals), compact, keys in insertion order."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=True)
+
+
+def case_schema(case_type: CaseType) -> dict:
+    """The JSON Schema of one case of this type (the manifest carries one per type)."""
+    properties = {
+        "id": {"type": "string"}, "type": {"const": case_type.name}, "note": {"type": "string"},
+        "input": case_type.inputs.schema(), "expected": case_type.outputs.schema(),
+        "margins": {"description": "how far each decision is from flipping (per row, or per step and row), "
+                                   "divided by the row's scale; null where there is no decision"},
+    }
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"conformance case: {case_type.name}",
+            "type": "object", "properties": properties, "required": ["id", "type", "note", "input", "expected"],
+            "additionalProperties": False}
+
+
+def _store_arrays(values: dict, root: Path, stem: str) -> dict:
+    """Top-level arrays larger than NPY_THRESHOLD -> .npy files under root, replaced by {"npy": relative path}."""
+    out = {}
+    for name, value in values.items():
+        if isinstance(value, np.ndarray) and value.size > NPY_THRESHOLD:
+            rel = f"arrays/{stem}.{name}.npy"
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            np.save(root / rel, value, allow_pickle=False)
+            out[name] = {"npy": rel}
+        else:
+            out[name] = to_json(value)
+    return out
+
+
+def _copy_model(model: dict, root: Path) -> dict:
+    """A GPT-2 model input {"kind": "gpt2", "path": source dir} -> copied to DIR/models/<name>, path made relative."""
+    if not isinstance(model, dict) or model.get("kind") != "gpt2":
+        return model
+    source = Path(model["path"])
+    target = root / "models" / source.name
+    if not target.exists():
+        target.mkdir(parents=True)
+        for name in ("config.json", "model.safetensors"):
+            shutil.copyfile(source / name, target / name)
+    return {**model, "path": f"models/{source.name}"}
+
+
+def _first(cases: Iterable, limit: int | None) -> list:
+    """(index, case) pairs: all cases, or the first ``limit`` (a builder may be a generator: the rest is not built)."""
+    return list(enumerate(itertools.islice(cases, limit)))
+
+
+def _prepare(root: Path) -> None:
+    if root.exists() and any(root.iterdir()):
+        if not (root / "manifest.json").exists():
+            raise ValueError(f"`DIR` has to be empty or a previous export (with manifest.json), but {root} holds "
+                             f"other files")
+        for name in _OWNED:
+            path = root / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+    root.mkdir(parents=True, exist_ok=True)
+
+
+def export(directory: str | Path, types: list[str] | None = None, limit: int | None = None) -> dict:
+    """Write the suite to ``directory``; returns the manifest.
+
+    ``types`` and ``limit`` (the first ``limit`` cases of each type) export a subset, as the tests do.
+    """
+    root = Path(directory)
+    _prepare(root)
+    (root / "cases").mkdir()
+    entries = []
+    for name in types if types is not None else list(REGISTRY):
+        case_type = REGISTRY[name]
+        lines = []
+        for n, case in _first(case_type.build(), limit):
+            expected = case_type.run(case.input)
+            record: dict[str, Any] = {"id": f"{name}/{n:04d}", "type": name, "note": case.note}
+            stored_input = dict(case.input)
+            if "model" in stored_input:
+                stored_input["model"] = _copy_model(stored_input["model"], root)
+            record["input"] = _store_arrays(stored_input, root, f"{name}/{n:04d}.input")
+            record["expected"] = _store_arrays(expected, root, f"{name}/{n:04d}.expected")
+            if case_type.margins is not None:
+                record["margins"] = to_json(case_type.margins(case.input, expected))
+            lines.append(dumps(record))
+        (root / "cases" / f"{name}.jsonl").write_text("".join(line + "\n" for line in lines))
+        entries.append({"name": name, "file": f"cases/{name}.jsonl", "count": len(lines),
+                        "groups": list(case_type.groups), "summary": case_type.summary,
+                        "tie_rule": case_type.tie_rule, "schema": case_schema(case_type)})
+    manifest = {
+        "suite": "refdecode conformance suite",
+        "suite_version": SUITE_VERSION,
+        "refdecode_version": refdecode.__version__,
+        "transformers_version": TRANSFORMERS_VERSION,
+        "docs": "docs/conformance.md: Checking your implementation against refdecode",
+        "tolerance": 1e-4,
+        "case_count": sum(e["count"] for e in entries),
+        "case_types": entries,
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=1, allow_nan=False) + "\n")
+    return manifest

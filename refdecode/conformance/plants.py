@@ -1,0 +1,124 @@
+r"""Planted bugs: deliberately broken refdecodes that ``check`` must catch (``serve --plant NAME``).
+
+Contract: ``apply(name)`` patches refdecode **in the current process** (``serve`` runs in its own
+process) with one of the classic porting bugs below, each a few lines next to the rule it breaks.
+They exist to prove that the suite notices each bug; ``tests/test_conformance_plants.py`` checks
+which case types fail for each.
+
+=========================  ====================================================================
+top_p_boundary             top-p keeps the tokens whose *inclusive* cumulative mass is < top_p:
+                           the token that reaches top_p is dropped (one token too few)
+top_k_ties                 top-k keeps exactly k tokens (a stable sort), not every tie of the k-th
+repetition_penalty_sign    the repetition penalty always divides, so negative scores go *up*
+beam_candidates_k          beam search ranks K candidates instead of 2K (so an eos among them
+                           leaves too few running beams)
+length_penalty_total       BeamHypotheses scores by the whole length (prompt included), not the
+                           generated length
+is_done_heuristic          early_stopping="never" uses the cur_len heuristic of False, not the
+                           max_length bound
+no_cache_reorder           the model state (KV cache / toy hash) is not reordered with the beams
+=========================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+import refdecode as rd
+
+from .toy_model import ToyCache
+
+__all__ = ["PLANTS", "apply"]
+
+
+def _top_p_boundary(self, input_ids, scores, **kwargs):
+    order = np.argsort(-scores, axis=-1, kind="stable")                          # (B, V) descending
+    probs = rd.softmax(np.take_along_axis(scores, order, axis=-1))
+    keep_sorted = np.cumsum(probs, axis=-1) < self.top_p                        # BUG: should keep the crossing one
+    keep_sorted[:, : self.min_tokens_to_keep] = True
+    keep = np.empty_like(keep_sorted)
+    np.put_along_axis(keep, order, keep_sorted, axis=-1)
+    return np.where(keep, scores, np.float32(self.filter_value))
+
+
+def _top_k_ties(self, input_ids, scores, **kwargs):
+    k = min(self.top_k, scores.shape[-1])  # top_k is max(top_k, min_tokens_to_keep) already
+    top = np.argsort(-scores, axis=-1, kind="stable")[:, :k]                     # BUG: exactly k, ties cut
+    keep = np.zeros(scores.shape, dtype=bool)
+    np.put_along_axis(keep, top, True, axis=-1)
+    return np.where(keep, scores, np.float32(self.filter_value))
+
+
+def _repetition_penalty_sign(self, input_ids, scores, **kwargs):
+    seen = np.zeros(scores.shape, dtype=bool)
+    seen[np.arange(scores.shape[0])[:, None], input_ids] = True
+    return np.where(seen, scores / self.penalty, scores)                         # BUG: negative scores rise
+
+
+def _beam_candidates_k(original: Callable) -> Callable:
+    def top_candidates(total, n):
+        return original(total, total.shape[1])                                  # BUG: K, not 2K
+    return top_candidates
+
+
+def _length_penalty_total(original: Callable) -> Callable:
+    def add(self, hyp, sum_logprobs, beam_indices=None, generated_len=None):
+        return original(self, hyp, sum_logprobs, beam_indices, None)           # BUG: whole length, prompt included
+    return add
+
+
+def _is_done_heuristic(original: Callable) -> Callable:
+    def is_done(self, best_sum_logprobs, cur_len, decoder_prompt_len=0):
+        if len(self) < self.num_beams:
+            return False
+        if self.early_stopping is True:
+            return True
+        bound = best_sum_logprobs / (cur_len - decoder_prompt_len) ** self.length_penalty  # BUG: also for "never"
+        return bool(self.worst_score >= bound)
+    return is_done
+
+
+def _replace_everywhere(name: str, make: Callable[[Callable], Callable]) -> None:
+    """Replace the module-level function ``name`` in every refdecode module that holds it (wherever it lives)."""
+    found = [m for key, m in list(sys.modules.items()) if key.startswith("refdecode") and callable(getattr(m, name, None))]
+    if not found:
+        raise ValueError(f"cannot plant: no refdecode module defines {name!r}")
+    replacement = make(getattr(found[0], name))
+    for module in found:
+        setattr(module, name, replacement)
+
+
+def _patch_method(cls: type, name: str, make: Callable[[Callable], Callable]) -> None:
+    setattr(cls, name, make(getattr(cls, name)))
+
+
+#: name -> (what is broken, how to plant it)
+PLANTS: dict[str, tuple[str, Callable[[], None]]] = {
+    "top_p_boundary": ("top-p drops the token that reaches top_p (keeps one too few)",
+                       lambda: _patch_method(rd.TopPLogitsWarper, "__call__", lambda _: _top_p_boundary)),
+    "top_k_ties": ("top-k keeps exactly k tokens, cutting ties with the k-th",
+                   lambda: _patch_method(rd.TopKLogitsWarper, "__call__", lambda _: _top_k_ties)),
+    "repetition_penalty_sign": ("repetition penalty divides negative scores too",
+                                lambda: _patch_method(rd.RepetitionPenaltyLogitsProcessor, "__call__",
+                                                      lambda _: _repetition_penalty_sign)),
+    "beam_candidates_k": ("beam search ranks K candidates instead of 2K",
+                          lambda: _replace_everywhere("top_candidates_partitioned", _beam_candidates_k)),
+    "length_penalty_total": ("length penalty on the total length instead of the generated length",
+                             lambda: _patch_method(rd.BeamHypotheses, "add", _length_penalty_total)),
+    "is_done_heuristic": ('early_stopping="never" uses the cur_len heuristic',
+                          lambda: _patch_method(rd.BeamHypotheses, "is_done", _is_done_heuristic)),
+    "no_cache_reorder": ("the KV cache / toy model state is not reordered with the beams",
+                         lambda: [_patch_method(cls, "reorder", lambda _: lambda self, beam_idx: None)
+                                  for cls in (rd.KVCache, ToyCache)]),
+}
+
+
+def apply(name: str) -> None:
+    """Plant bug ``name`` in this process."""
+    if name not in PLANTS:
+        raise ValueError(f"`--plant` has to be one of {', '.join(PLANTS)} (or `list`), but is {name!r}")
+    import refdecode.conformance  # noqa: F401  (every module whose functions a plant replaces is imported)
+    PLANTS[name][1]()

@@ -1,0 +1,91 @@
+"""Planted bugs: each deliberately broken refdecode (``serve --plant NAME``) fails ``check`` on the cases
+that exercise its rule, and only there.
+
+Unit bugs run against the full unit cases of their type, search bugs against the first few
+cases of each decode type (the ``decode_suite`` of test_conformance.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+
+import pytest
+from test_conformance import decode_suite, unit_suite  # noqa: F401  (session fixtures)
+
+from refdecode.conformance.check import check
+from refdecode.conformance.plants import PLANTS
+
+
+def failures(root, plant: str, only: str) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    status = check(root, f'"{sys.executable}" -m refdecode.cli conformance serve --plant {plant}', only=only, out=out)
+    lines = out.getvalue().splitlines()
+    assert re.fullmatch(r"\d+ passed, \d+ failed", lines[-1])
+    return status, [line.split()[1] for line in lines if line.startswith("FAIL ")]
+
+
+
+def notes(root, case_type: str) -> dict[str, str]:
+    lines = (root / "cases" / f"{case_type}.jsonl").read_text().splitlines()
+    return {c["id"]: c["note"] for c in map(json.loads, lines)}
+
+
+def inputs(root, case_type: str) -> dict[str, dict]:
+    lines = (root / "cases" / f"{case_type}.jsonl").read_text().splitlines()
+    return {c["id"]: c["input"] for c in map(json.loads, lines)}
+
+
+def test_plants_are_listed():
+    assert len(PLANTS) >= 5
+
+
+def test_top_p_boundary_fails_the_boundary_cases(unit_suite):
+    """Dropping the token that reaches top_p: every exact-boundary case where transformers keeps two tokens or
+    more fails (the plant keeps one fewer); with one token kept, min_tokens_to_keep hides the bug."""
+    status, failed = failures(unit_suite, "top_p_boundary", "top_p")
+    assert status == 1 and all(f.startswith("top_p/") for f in failed) and len(failed) > 40
+    lines = (unit_suite / "cases" / "top_p.jsonl").read_text().splitlines()
+    boundary = [c for c in map(json.loads, lines) if c["note"].startswith("mass of the more probable")]
+    two_or_more = {c["id"] for c in boundary if sum(v != "-inf" for v in c["expected"]["scores"][0]) >= 2}
+    assert len(two_or_more) >= 6 and two_or_more <= set(failed)
+
+
+def test_top_k_ties_fails_exactly_the_tie_cases(unit_suite):
+    status, failed = failures(unit_suite, "top_k_ties", "top_k")
+    ties = [i for i, n in notes(unit_suite, "top_k").items() if n.startswith("tie at the k-th")]
+    assert status == 1 and set(failed) == set(ties) and len(ties) == 30
+
+
+def test_repetition_penalty_sign_fails_negative_scores(unit_suite):
+    """Dividing a negative score raises it: every case whose seen tokens have negative scores fails."""
+    status, failed = failures(unit_suite, "repetition_penalty_sign", "repetition_penalty")
+    negative = [i for i, n in notes(unit_suite, "repetition_penalty").items() if "negative" in n]
+    assert status == 1 and set(negative) <= set(failed)
+
+
+def test_length_penalty_total_fails_cases_with_a_prompt(unit_suite):
+    """Scoring by the whole length differs only where the prompt is not empty and length_penalty != 0."""
+    status, failed = failures(unit_suite, "length_penalty_total", "beam_hypotheses")
+    assert status == 1 and len(failed) > 30
+    for case_id in failed:
+        inp = inputs(unit_suite, "beam_hypotheses")[case_id]
+        assert inp["length_penalty"] != 0 and any(c.get("decoder_prompt_len", 1) > 0 for c in inp["calls"])
+
+
+def test_is_done_heuristic_fails_only_never_with_positive_length_penalty(unit_suite):
+    status, failed = failures(unit_suite, "is_done_heuristic", "beam_hypotheses")
+    assert status == 1 and failed
+    for case_id in failed:
+        inp = inputs(unit_suite, "beam_hypotheses")[case_id]
+        assert inp["early_stopping"] == "never" and inp["length_penalty"] > 0
+
+
+@pytest.mark.parametrize("plant", ["beam_candidates_k", "no_cache_reorder", "length_penalty_total"])
+def test_search_bugs_fail_beam_decodes_and_nothing_else(decode_suite, plant):
+    status, failed = failures(decode_suite, plant, "decode")
+    assert status == 1
+    assert {f.split("/")[0] for f in failed} >= {"beam_search", "gpt2_beam_search"}
+    assert not [f for f in failed if f.split("/")[0] in ("greedy", "sample", "gpt2_greedy", "gpt2_sample")]
