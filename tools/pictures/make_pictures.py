@@ -37,10 +37,14 @@ from refdecode import (  # noqa: E402
     BeamSearchScorer,
     HammingDiversityLogitsProcessor,
     KVCache,
+    LogitsProcessorList,
     MinLengthLogitsProcessor,
     NoRepeatNGramLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
+    TemperatureLogitsWarper,
     Tokenizer,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
     beam_sample,
     beam_search,
     generate,
@@ -290,6 +294,23 @@ def run_distributions(tok, model) -> dict:
                                    "logits_before": [r6(x) for x in logits[0, top]],
                                    "logits_after": [r6(x) for x in penalised[0, top]],
                                    "probs": dist(penalised, top)}}
+
+
+def run_pipeline(tok, model) -> dict:
+    """The same step through a processor list in generate()'s order: penalty, then T, top-k, top-p."""
+    context = greedy_text(tok, model, "ROMEO:\n", 19)
+    ids, logits = one_step(tok, model, context)
+    stages = [("raw", None), ("repetition_penalty=1.3", RepetitionPenaltyLogitsProcessor(1.3)),
+              ("temperature=0.7", TemperatureLogitsWarper(0.7)), ("top_k=5", TopKLogitsWarper(5)),
+              ("top_p=0.8", TopPLogitsWarper(0.8))]
+    top = [int(i) for i in np.argsort(-logits[0], kind="stable")[:6]]
+    scores, rows = logits, []
+    for name, proc in stages:
+        scores = scores if proc is None else LogitsProcessorList([proc])(ids, scores)
+        rows.append({"stage": name, "probs": dist(scores, top)})
+    together = LogitsProcessorList([p for _, p in stages[1:]])(ids, logits)   # one list, as generate builds it
+    assert np.array_equal(together, scores)
+    return {"context": context, "tokens": [f"'{show(tok.decode([i]))}'" for i in top], "stages": rows}
 
 
 def run_top_p_variants() -> dict:
@@ -557,6 +578,15 @@ def distribution_pictures(d: dict) -> dict[str, S.Svg]:
     return pics
 
 
+def draw_pipeline(d: dict) -> S.Svg:
+    panels = [{"title": st["stage"], "labels": d["tokens"], "values": st["probs"],
+               "colors": [S.BLUE if v > 0 else S.GREY for v in st["probs"]]} for st in d["stages"]]
+    return draw_bars(panels, "One step through the processors, in generate()'s order (each panel: softmax after it)",
+                     "after “…" + d["context"][-22:].replace("\n", "\\n") + "” (shipped model); "
+                     "the repetition penalty acts on logits, then the warpers: temperature → top-k → top-p",
+                     panel_w=200, h=280, ymax=1.0)
+
+
 def draw_variants(data: dict) -> S.Svg:
     cell, x0, y0, label_w = 64, 16, 56, 190
     rules = list(data["cases"][0]["kept"])
@@ -674,6 +704,7 @@ def build() -> dict[str, tuple[dict, S.Svg]]:
     groups = run_group_beams()
     dists = run_distributions(tok, model)
     variants, no_rep, min_len = run_top_p_variants(), run_no_repeat(tok, model), run_min_length()
+    pipeline = run_pipeline(tok, model)
     kv, lp = run_kv_reorder(), run_length_penalty()
     pics = {
         "beam-tree-toy": (toy, draw_tree(toy, "Beam search on the toy tree: greedy finds 0.2, two beams find 0.36",
@@ -687,6 +718,7 @@ def build() -> dict[str, tuple[dict, S.Svg]]:
         "no-repeat-ngram": (no_rep, draw_no_repeat(no_rep)),
         "min-length": (min_len, draw_min_length(min_len)),
         "kv-cache-reorder": (kv, draw_kv(kv)),
+        "processor-pipeline": (pipeline, draw_pipeline(pipeline)),
         "length-penalty": (lp, draw_length_penalty(lp)),
     }
     for name, svg in distribution_pictures(dists).items():
