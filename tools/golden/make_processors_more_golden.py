@@ -498,8 +498,10 @@ def run_generate(model, prompts, kw, eos, seed) -> tuple[dict, float]:
     return arrays, (-1.0 if rec.rejected else rec.min_gap)
 
 
-def decode_cases(path: Path, features: list[str], modes_of, per_mode: int, seed: int, models: dict,
+def decode_cases(path: Path, features: list[str], modes_of, per_mode, seed: int, models: dict,
                  script: str, regenerate: str) -> None:
+    """``per_mode``: cases per (feature, mode), an int or a function of the feature."""
+    count = per_mode if callable(per_mode) else (lambda feature: per_mode)
     rng = np.random.default_rng(seed)
     names = list(models)
     arrays: dict[str, np.ndarray] = {}
@@ -507,7 +509,7 @@ def decode_cases(path: Path, features: list[str], modes_of, per_mode: int, seed:
     for feature in features:
         for mode in modes_of(feature):
             made = tries = 0
-            while made < per_mode and tries < 40:
+            while made < count(feature) and tries < 40:
                 tries += 1
                 name = names[int(rng.integers(0, len(names)))]
                 model, eos, _ = models[name]
@@ -568,7 +570,8 @@ def main() -> None:
     other_cases(c)
     c.save(GOLDEN / "processors_more.npz", "tools/golden/make_processors_more_golden.py", REGENERATE)
     models = load_models()
-    decode_cases(GOLDEN / "decode_processors_more.npz", WARPER_FEATURES + PROCESSOR_FEATURES, modes_of, 3, 1313,
+    decode_cases(GOLDEN / "decode_processors_more.npz", WARPER_FEATURES + PROCESSOR_FEATURES, modes_of,
+                 lambda feature: 6 if feature in WARPER_FEATURES else 3, 1313,
                  models, "tools/golden/make_processors_more_golden.py", REGENERATE)
 
 
