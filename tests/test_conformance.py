@@ -126,9 +126,8 @@ def test_big_arrays_go_to_npy_and_load_back(unit_suite):
 
 def test_full_suite_counts():
     """>= 1,000 cases in all (counted from the builders; exporting them all is .ci/run's job)."""
-    counts = {name: sum(1 for _ in REGISTRY[name].build()) for name in UNIT_TYPES + ["gpt2_greedy", "gpt2_sample",
-                                                                                      "gpt2_beam_search",
-                                                                                      "gpt2_group_beam_search"]}
+    gpt2 = [name for name in REGISTRY if name.startswith("gpt2_")]
+    counts = {name: sum(1 for _ in REGISTRY[name].build()) for name in UNIT_TYPES + gpt2}
     toy = {"greedy": 60, "sample": 60, "beam_search": 90, "beam_sample": 40, "group_beam_search": 50,
            "beam_scorer": 70}  # the builders' counts (a generator each: building them all takes ~10 s)
     assert sum(counts.values()) + sum(toy.values()) >= 1000
@@ -234,6 +233,21 @@ def test_decode_divergence_reports_step_and_verdict(decode_suite):
     wrong[0, prompt] = (wrong[0, prompt] + 1) % np.asarray(case["input"]["model"]["bigram"]).shape[0]
     verdict, message = compare(case_type, dict(case, expected=expected), {"sequences": to_json(wrong)})
     assert verdict == "fail" and "departs at step 0" in message and "not a near-tie" in message
+
+
+def test_a_decode_departing_at_a_tiny_margin_is_a_near_tie(decode_suite):
+    """The same wrong token as above, but refdecode's margin at that step is 5e-5 (<= 1e-4): float drift."""
+    _, cases = load_suite(decode_suite, only="greedy")
+    case = cases[0]
+    case_type = REGISTRY["greedy"]
+    expected = case_type.outputs.decode(case["expected"])
+    wrong = expected["sequences"].copy()
+    prompt = np.asarray(case["input"]["input_ids"]).shape[1]
+    wrong[0, prompt] = (wrong[0, prompt] + 1) % np.asarray(case["input"]["model"]["bigram"]).shape[0]
+    margins = [[5e-5] + row[1:] for row in case["margins"][:1]] + case["margins"][1:]
+    verdict, message = compare(case_type, dict(case, expected=expected, margins=margins),
+                               {"sequences": to_json(wrong)})
+    assert verdict == "near-tie" and "5.00e-05" in message
 
 
 def test_select_types_and_groups():

@@ -2,7 +2,7 @@ r"""Whole decodes: greedy, sample, beam search, beam sample and group beam searc
 
 Contract: registers ``greedy``, ``sample``, ``beam_search``, ``beam_sample``, ``group_beam_search``
 (toy model of ``toy_model.py``, tables shipped in the case) and ``gpt2_greedy``, ``gpt2_sample``,
-``gpt2_beam_search``, ``gpt2_group_beam_search`` (the tiny checkpoints of ``tests/golden/models``,
+``gpt2_beam_search``, ``gpt2_beam_sample``, ``gpt2_group_beam_search`` (the tiny checkpoints of ``tests/golden/models``,
 copied into the suite; prompts and settings of the golden files made by transformers 4.38.2).
 Every case spells out the whole generation config (no hidden defaults) and the expected output is
 ``refdecode.generate(..., return_dict_in_generate=True, output_scores=True)``.
@@ -377,3 +377,5 @@ _register("gpt2_group_beam_search", "group_beam_search", GPT2_MODEL, ("gpt2",),
           functools.partial(_golden_cases, "decode_search.npz", ("group_beam_search",), False))
 _register("gpt2_sample", "sample", GPT2_MODEL, ("gpt2",),
           functools.partial(_golden_cases, "decode_sampling.npz", ("sample",), True))
+_register("gpt2_beam_sample", "beam_sample", GPT2_MODEL, ("gpt2",),
+          functools.partial(_golden_cases, "decode_sampling.npz", ("beam_sample",), True))

@@ -32,8 +32,11 @@ floats within 1e-4 x max(1, largest |value| of the row). A different choice (top
 a decoded token) where refdecode's own margin for it is at most 1e-4 is reported as NEAR-TIE and
 counts as passed (float drift, not a different algorithm).
 
---only takes case types (top_p, beam_search, ...) or groups: processors, warpers,
-processors_and_warpers, beam, beam_bookkeeping, decode, toy, gpt2, sampling.
+output: one line per failing case, "FAIL <id> (<what the case exercises>): <where and how>", one per
+near-tie, "NEAR-TIE <id> ...", then "N passed, M failed". Exit status 0 if none failed, 1 otherwise.
+
+--only takes case types (top_p, beam_search, ...; all are listed in DIR/manifest.json) or groups:
+processors, warpers, processors_and_warpers, beam, beam_bookkeeping, decode, toy, gpt2, sampling.
 """
 
 
