@@ -19,8 +19,7 @@ import numpy as np
 
 import refdecode as rd
 
-from .cases_decode import _build_toy
-from .cases_decode import _decode
+from .cases_decode import build_toy_cases, run_decode
 from .kinds import BOOL, F32, FLOAT, I64, INT, Enum, ListOf, Nullable, obj
 from .registry import Case, CaseType, register
 
@@ -196,10 +195,10 @@ def _recording_scorer(record: dict):
 
 def _build_scorer() -> Iterator[Case]:
     for mode, count, seed in [("beam_search", 50, 411), ("group_beam_search", 20, 412)]:
-        for decode_case in _build_toy(mode, count, seed):
+        for decode_case in build_toy_cases(mode, count, seed):
             record: dict = {}
             with _recording_scorer(record):
-                _decode(decode_case.input)
+                run_decode(decode_case.input)  # uncached: the recording must see the calls
             yield Case(f"{mode} on the toy model: {decode_case.note}", record)
 
 

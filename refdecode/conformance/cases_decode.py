@@ -37,7 +37,7 @@ from .kinds import BOOL, F32, F64, FLOAT, I64, INT, STR, Enum, ListOf, obj
 from .registry import Case, CaseType, register
 from .toy_model import ToyModel
 
-__all__ = ["decode", "UniformStream", "CONFIG", "GOLDEN_MODELS"]
+__all__ = ["decode", "run_decode", "build_toy_cases", "full_config", "UniformStream", "CONFIG", "GOLDEN_MODELS"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
@@ -142,11 +142,11 @@ def decode(inp: dict) -> tuple[dict, list]:
         return cached[1]
     if len(_RESULTS) > 1024:
         _RESULTS.clear()
-    _RESULTS[id(inp)] = (inp, _decode(inp))
+    _RESULTS[id(inp)] = (inp, run_decode(inp))
     return _RESULTS[id(inp)][1]
 
 
-def _decode(inp: dict) -> tuple[dict, list]:
+def run_decode(inp: dict) -> tuple[dict, list]:
     config = dict(inp["config"])
     model = _model(inp["model"], config)
     mode_beams = config["num_beams"] > 1
@@ -259,7 +259,7 @@ def _toy_settings(mode: str, rng: np.random.Generator, vocab: int) -> dict:
     return full_config(**s)
 
 
-def _build_toy(mode: str, count: int, seed: int) -> Iterator[Case]:
+def build_toy_cases(mode: str, count: int, seed: int) -> Iterator[Case]:
     """``count`` cases, drawn from ``seed``; a generator, so an export of the first few builds only those."""
     rng, made = np.random.default_rng(seed), 0
     while made < count:
@@ -367,7 +367,7 @@ def _compare_decode(case: dict, output: Any) -> tuple[str, str]:
 
 for _mode, _count, _seed in [("greedy", 60, 301), ("sample", 60, 302), ("beam_search", 90, 303),
                              ("beam_sample", 40, 304), ("group_beam_search", 50, 305)]:
-    _register(_mode, _mode, TOY, ("toy",), functools.partial(_build_toy, _mode, _count, _seed))
+    _register(_mode, _mode, TOY, ("toy",), functools.partial(build_toy_cases, _mode, _count, _seed))
 
 _register("gpt2_greedy", "greedy", GPT2_MODEL, ("gpt2",),
           functools.partial(_golden_cases, "decode_search.npz", ("greedy_search",), False))

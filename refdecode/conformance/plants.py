@@ -81,14 +81,19 @@ def _is_done_heuristic(original: Callable) -> Callable:
     return is_done
 
 
-def _replace_everywhere(name: str, make: Callable[[Callable], Callable]) -> None:
-    """Replace the module-level function ``name`` in every refdecode module that holds it (wherever it lives)."""
-    found = [m for key, m in list(sys.modules.items()) if key.startswith("refdecode") and callable(getattr(m, name, None))]
-    if not found:
-        raise ValueError(f"cannot plant: no refdecode module defines {name!r}")
-    replacement = make(getattr(found[0], name))
-    for module in found:
-        setattr(module, name, replacement)
+def _replace_everywhere(names: tuple[str, ...], make: Callable[[Callable], Callable]) -> None:
+    """Replace each module-level function of ``names`` in every refdecode module that holds it (wherever the
+    package keeps it: ``top_candidates_partitioned`` in beam_search.py today, ``top_candidates`` elsewhere)."""
+    modules = [m for key, m in list(sys.modules.items()) if key.startswith("refdecode") and m is not None]
+    patched = 0
+    for name in names:
+        holders = [m for m in modules if callable(getattr(m, name, None))]
+        replacement = make(getattr(holders[0], name)) if holders else None
+        for module in holders:
+            setattr(module, name, replacement)
+            patched += 1
+    if not patched:
+        raise ValueError(f"cannot plant: no refdecode module defines any of {names}")
 
 
 def _patch_method(cls: type, name: str, make: Callable[[Callable], Callable]) -> None:
@@ -105,7 +110,8 @@ PLANTS: dict[str, tuple[str, Callable[[], None]]] = {
                                 lambda: _patch_method(rd.RepetitionPenaltyLogitsProcessor, "__call__",
                                                       lambda _: _repetition_penalty_sign)),
     "beam_candidates_k": ("beam search ranks K candidates instead of 2K",
-                          lambda: _replace_everywhere("top_candidates_partitioned", _beam_candidates_k)),
+                          lambda: _replace_everywhere(("top_candidates_partitioned", "top_candidates"),
+                                                              _beam_candidates_k)),
     "length_penalty_total": ("length penalty on the total length instead of the generated length",
                              lambda: _patch_method(rd.BeamHypotheses, "add", _length_penalty_total)),
     "is_done_heuristic": ('early_stopping="never" uses the cur_len heuristic',
