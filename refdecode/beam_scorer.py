@@ -20,11 +20,53 @@ Docs: docs/beam-search.md (document 000's length-penalty examples eg1-eg3 comput
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BeamHypotheses", "BeamSearchScorer"]
+from .validation import check_choice, check_float, check_integer, describe
+
+__all__ = ["BeamHypotheses", "BeamSearchScorer", "check_length_penalty"]
+
+#: float64 overflows above e**709.78 and reaches 0 below e**-745: ``length ** length_penalty`` stays a
+#: positive finite float for every length <= max_length while |length_penalty| * ln(max_length) <= 709.
+_LOG_FLOAT64_MAX = 709.0
+
+
+def check_length_penalty(length_penalty: Any, max_length: int | None = None) -> float:
+    r"""``length_penalty`` as a float: finite, and small enough that :math:`\ell^{\alpha}` is a positive finite
+    float64 for every length :math:`\ell \le` ``max_length`` (when known).
+
+    transformers 4.38.2 lets any value through: ``-inf`` raises ZeroDivisionError and ``250``
+    OverflowError in ``BeamHypotheses.add`` (``length ** 250`` overflows from length 18 on); NaN makes
+    every score NaN. All three are refused here, before the search starts.
+
+    >>> check_length_penalty(250.0, max_length=20)
+    Traceback (most recent call last):
+    ...
+    ValueError: `length_penalty` must be a finite number with |length_penalty| * ln(max_length) <= 709 (so that length ** length_penalty is a finite positive float64 for every length up to max_length=20), got 250.0 (float)
+    """
+    value = check_float("length_penalty", length_penalty)
+    if max_length is not None and max_length > 1 and abs(value) * math.log(max_length) > _LOG_FLOAT64_MAX:
+        raise ValueError("`length_penalty` must be a finite number with |length_penalty| * ln(max_length) <= 709 "
+                         "(so that length ** length_penalty is a finite positive float64 for every length up to "
+                         f"max_length={max_length}), got {describe(length_penalty)}")
+    return value
+
+
+def _length_factor(length: int, length_penalty: float) -> float:
+    """``length ** length_penalty`` (float64), or a ValueError naming ``length_penalty`` if it is not a
+    positive finite float (a scorer built without ``max_length`` cannot check the bound up front)."""
+    try:
+        factor = float(length) ** length_penalty
+    except OverflowError:
+        factor = math.inf
+    if not 0.0 < factor < math.inf:
+        raise ValueError(f"`length_penalty`={length_penalty} makes length ** length_penalty "
+                         f"{'overflow' if factor else 'underflow to 0'} at length {length}; use a smaller "
+                         "|length_penalty| (see check_length_penalty)")
+    return factor
 
 
 class BeamHypotheses:
@@ -50,10 +92,11 @@ class BeamHypotheses:
 
     def __init__(self, num_beams: int, length_penalty: float, early_stopping: bool | str,
                  max_length: int | None = None):
-        self.length_penalty = length_penalty
-        self.early_stopping = early_stopping
-        self.max_length = max_length
-        self.num_beams = num_beams
+        self.num_beams = check_integer("num_beams", num_beams, minimum=1)
+        self.max_length = check_integer("max_length", max_length, minimum=1, allow_none=True)
+        self.length_penalty = check_length_penalty(length_penalty, self.max_length)
+        # exactly True, False or "never": is_done tests ``is True`` / ``is False``, so 1.0 would run as "never"
+        self.early_stopping = check_choice("early_stopping", early_stopping, (True, False, "never"))
         self.beams: list[tuple[float, np.ndarray, tuple[int, ...] | None]] = []
         self.worst_score = 1e9
         if not isinstance(self.early_stopping, bool) and self.max_length is None:
@@ -71,7 +114,7 @@ class BeamHypotheses:
         kept for callers that do not pass it).
         """
         length = generated_len if generated_len is not None else hyp.shape[-1]
-        score = float(sum_logprobs) / (length ** self.length_penalty)
+        score = float(sum_logprobs) / _length_factor(length, self.length_penalty)
         if len(self) < self.num_beams or score > self.worst_score:
             self.beams.append((score, hyp, beam_indices))
             if len(self) > self.num_beams:
@@ -107,12 +150,14 @@ class BeamHypotheses:
         if self.early_stopping is True:
             return True
         if self.early_stopping is False or self.length_penalty <= 0.0:
-            highest_attainable_score = best_sum_logprobs / (cur_len - decoder_prompt_len) ** self.length_penalty
+            highest_attainable_score = best_sum_logprobs / _length_factor(cur_len - decoder_prompt_len,
+                                                                          self.length_penalty)
         else:  # "never" with length_penalty > 0
             assert self.max_length is not None  # checked in __init__
             if self.max_length <= decoder_prompt_len:
                 raise ValueError("max_length is not larger than decoder prompt length")
-            highest_attainable_score = best_sum_logprobs / (self.max_length - decoder_prompt_len) ** self.length_penalty
+            highest_attainable_score = best_sum_logprobs / _length_factor(self.max_length - decoder_prompt_len,
+                                                                          self.length_penalty)
         return bool(self.worst_score >= highest_attainable_score)
 
 
@@ -145,22 +190,24 @@ class BeamSearchScorer:
                             + (" (transformers' third positional argument is `device`; here it is `length_penalty`: "
                                "pass `device=` as a keyword, refdecode ignores it)" if isinstance(length_penalty, str)
                                else ""))
-        if not isinstance(num_beams, int) or num_beams <= 1:
+        num_beams = check_integer("num_beams", num_beams)
+        num_beam_groups = check_integer("num_beam_groups", num_beam_groups, minimum=1)
+        batch_size = check_integer("batch_size", batch_size, minimum=1)
+        num_beam_hyps_to_keep = check_integer("num_beam_hyps_to_keep", num_beam_hyps_to_keep, minimum=1)
+        if num_beams <= 1:
             raise ValueError(f"`num_beams` has to be an integer strictly greater than 1, but is {num_beams}. For "
                              "`num_beams` == 1, one should make use of `greedy_search` instead.")
-        if not isinstance(num_beam_groups, int) or num_beam_groups > num_beams or num_beams % num_beam_groups != 0:
+        if num_beam_groups > num_beams or num_beams % num_beam_groups != 0:
             raise ValueError("`num_beam_groups` has to be an integer smaller or equal than `num_beams` and "
                              "`num_beams` has to be divisible by `num_beam_groups`, but is "
                              f"{num_beam_groups} with `num_beams` being {num_beams}.")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"`batch_size` has to be a positive integer, but is {batch_size}")
         if num_beam_hyps_to_keep > num_beams:
             raise ValueError(f"`num_beam_hyps_to_keep` has to be <= `num_beams` ({num_beams}), "
                              f"but is {num_beam_hyps_to_keep}")
         self.batch_size = batch_size
         self.num_beams = num_beams
-        self.length_penalty = length_penalty
-        self.do_early_stopping = do_early_stopping
+        self.length_penalty = check_length_penalty(length_penalty, max_length)
+        self.do_early_stopping = check_choice("do_early_stopping", do_early_stopping, (True, False, "never"))
         self.num_beam_hyps_to_keep = num_beam_hyps_to_keep
         self.num_beam_groups = num_beam_groups
         self.group_size = num_beams // num_beam_groups

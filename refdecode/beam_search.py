@@ -194,7 +194,7 @@ def sample_candidates(total: np.ndarray, n: int, draw: Callable[..., np.ndarray]
     """
     batch, beams, vocab = total.shape
     flat = total.reshape(batch, beams * vocab)                          # (B, K, V) -> (B, K*V)
-    drawn = draw(softmax(flat), n, False, rng).astype(np.int64)         # (B, n) flat indices
+    drawn = sampling_draw.checked_draw(draw, softmax(flat), n, False, rng)  # (B, n) flat indices
     drawn_scores = np.take_along_axis(flat, drawn, axis=1)              # (B, n)
     order = np.argsort(-drawn_scores, axis=1, kind="stable")            # (B, n)
     drawn = np.take_along_axis(drawn, order, axis=1)

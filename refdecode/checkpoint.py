@@ -51,15 +51,18 @@ Docs: docs/gpt2.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from .config import GPT2Config
+from .validation import check_allocation, describe, is_integer
 
 __all__ = ["TensorInfo", "read_header", "read_tensor", "read_tensor_column_major", "transpose_into", "to_float32",
            "expected_shapes", "load_params", "nest"]
@@ -86,11 +89,17 @@ class TensorInfo:
     nbytes: int
 
 
+#: safetensors' own limit on the JSON header (its Rust reader refuses larger headers)
+MAX_HEADER_BYTES = 100_000_000
+
+
 def read_header(path: str | Path) -> dict[str, TensorInfo]:
     """Parse a safetensors header: ``{name: TensorInfo}``; no tensor data is read.
 
-    Raises FileNotFoundError for a missing file, and ValueError naming the file for a bad header or a
-    tensor whose bytes lie beyond the end of the file (a truncated download).
+    Raises FileNotFoundError for a missing file, and ValueError naming the file (and the tensor) for a
+    bad header: not JSON, an entry whose ``dtype``/``shape``/``data_offsets`` have the wrong JSON types,
+    offsets that do not match the shape, tensors whose bytes overlap, or bytes beyond the end of the
+    file (a truncated download).
     """
     path = Path(path)
     if not path.is_file():
@@ -101,34 +110,56 @@ def read_header(path: str | Path) -> dict[str, TensorInfo]:
         if len(head) < 8:
             raise ValueError(f"{path}: not a safetensors file ({size} bytes, shorter than its 8-byte header size)")
         n = int.from_bytes(head, "little")
-        if n > size - 8:
-            raise ValueError(f"{path}: truncated or not a safetensors file (header of {n} bytes, file of {size})")
+        if n > size - 8 or n > MAX_HEADER_BYTES:
+            raise ValueError(f"{path}: truncated or not a safetensors file (header of {n} bytes, file of {size}, "
+                             f"at most {MAX_HEADER_BYTES} allowed)")
         raw_header = f.read(n)
     try:
         header = json.loads(raw_header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: not a safetensors file (header is not JSON: {e})") from e
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{path}: not a safetensors file (header is not JSON: {e})") from None
     if not isinstance(header, dict):
         raise ValueError(f"{path}: not a safetensors file (header is not a JSON object)")
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            dtype, shape, (begin, end) = info["dtype"], tuple(int(s) for s in info["shape"]), info["data_offsets"]
-        except (KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"{path}: malformed header entry for tensor {name!r}: {info!r}") from e
-        if dtype not in _DTYPES:
-            raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {dtype}")
-        nbytes = int(np.prod(shape, dtype=np.int64)) * _DTYPES[dtype].itemsize
-        if not 0 <= begin <= end or end - begin != nbytes:
-            raise ValueError(f"{path}: tensor {name!r} has data_offsets {[begin, end]} for {nbytes} bytes")
-        if 8 + n + end > size:
-            raise ValueError(
-                f"{path}: truncated file: tensor {name!r} needs bytes up to {8 + n + end}, file has {size}"
-            )
-        tensors[name] = TensorInfo(dtype, shape, 8 + n + begin, nbytes)
+    tensors = {name: _tensor_info(path, name, info, 8 + n, size) for name, info in header.items()
+               if name != "__metadata__"}
+    _check_no_overlap(path, tensors)
     return tensors
+
+
+def _tensor_info(path: Path, name: str, info: Any, data_start: int, size: int) -> TensorInfo:
+    """One header entry ``{"dtype": str, "shape": [int, ...], "data_offsets": [begin, end]}`` -> TensorInfo."""
+    def bad(why: str) -> ValueError:
+        return ValueError(f"{path}: malformed header entry for tensor {name!r} ({why}): {describe(info)}")
+
+    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+        raise bad('it must be an object with "dtype", "shape" and "data_offsets"')
+    dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(dtype, str):
+        raise bad('"dtype" must be a string')
+    if dtype not in _DTYPES:
+        raise ValueError(f"{path}: tensor {name!r} has unsupported dtype {dtype}")
+    if not isinstance(shape, list) or not all(is_integer(d) and d >= 0 for d in shape):
+        raise bad('"shape" must be a list of integers >= 0')
+    if not isinstance(offsets, list) or len(offsets) != 2 or not all(is_integer(o) for o in offsets):
+        raise bad('"data_offsets" must be a list of two integers [begin, end]')
+    begin, end = offsets
+    nbytes = math.prod(shape) * _DTYPES[dtype].itemsize  # Python ints: no int64 overflow on absurd shapes
+    if not 0 <= begin <= end or end - begin != nbytes:
+        raise ValueError(f"{path}: tensor {name!r} has data_offsets {[begin, end]} for {nbytes} bytes")
+    if data_start + end > size:
+        raise ValueError(
+            f"{path}: truncated file: tensor {name!r} needs bytes up to {data_start + end}, file has {size}"
+        )
+    return TensorInfo(dtype, tuple(shape), data_start + begin, nbytes)
+
+
+def _check_no_overlap(path: Path, tensors: dict[str, TensorInfo]) -> None:
+    """Two tensors may not share bytes (safetensors' own reader refuses such a file; ours read both)."""
+    spans = sorted((t.offset, t.offset + t.nbytes, name) for name, t in tensors.items() if t.nbytes)
+    for (_, end_a, a), (begin_b, _, b) in zip(spans, spans[1:]):
+        if begin_b < end_a:
+            raise ValueError(f"{path}: tensors {a!r} and {b!r} overlap in the file (bytes {begin_b} to "
+                             f"{end_a} belong to both)")
 
 
 def read_tensor(path: str | Path, info: TensorInfo, mmap: bool = False) -> np.ndarray:
@@ -220,21 +251,25 @@ def expected_shapes(config: GPT2Config) -> dict[str, tuple[int, ...]]:
     >>> shapes["wte.weight"], shapes["h.0.attn.c_attn.weight"], shapes["h.0.mlp.c_proj.weight"]
     ((10, 4), (4, 12), (16, 4))
     """
+    return dict(_expected_items(config))
+
+
+def _expected_items(config: GPT2Config) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """(name, shape) of every weight, in :func:`expected_shapes`' order, one at a time."""
     E, F = config.n_embd, config.inner_dim
-    shapes = {"wte.weight": (config.vocab_size, E), "wpe.weight": (config.n_positions, E)}
+    yield from {"wte.weight": (config.vocab_size, E), "wpe.weight": (config.n_positions, E)}.items()
     for i in range(config.n_layer):
-        shapes.update({
+        yield from {
             f"h.{i}.ln_1.weight": (E,), f"h.{i}.ln_1.bias": (E,),
             f"h.{i}.attn.c_attn.weight": (E, 3 * E), f"h.{i}.attn.c_attn.bias": (3 * E,),
             f"h.{i}.attn.c_proj.weight": (E, E), f"h.{i}.attn.c_proj.bias": (E,),
             f"h.{i}.ln_2.weight": (E,), f"h.{i}.ln_2.bias": (E,),
             f"h.{i}.mlp.c_fc.weight": (E, F), f"h.{i}.mlp.c_fc.bias": (F,),
             f"h.{i}.mlp.c_proj.weight": (F, E), f"h.{i}.mlp.c_proj.bias": (E,),
-        })
-    shapes.update({"ln_f.weight": (E,), "ln_f.bias": (E,)})
+        }.items()
+    yield from {"ln_f.weight": (E,), "ln_f.bias": (E,)}.items()
     if not config.tie_word_embeddings:
-        shapes["lm_head.weight"] = (config.vocab_size, E)
-    return shapes
+        yield "lm_head.weight", (config.vocab_size, E)
 
 
 def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dict[str, Any]:
@@ -252,6 +287,18 @@ def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dic
     """
     path = Path(path)
     stored = read_header(path)
+    # 0) sizes first: a config.json asking for n_layer=10**8 must not build 10**9 names before failing
+    check_allocation("the weights", 4 * config.n_params(), f"{config.n_params():,} float32 parameters for "
+                     f"n_layer={config.n_layer}, n_embd={config.n_embd}, vocab_size={config.vocab_size}, "
+                     f"n_positions={config.n_positions}")
+    n_needed = 12 * config.n_layer + 4 + (0 if config.tie_word_embeddings else 1)
+    if n_needed > len(stored):  # name the first missing tensor without listing all n_needed names
+        names = {k[len("transformer."):] if k.startswith("transformer.") else k for k in stored}
+        if config.tie_word_embeddings and "lm_head.weight" in names:
+            names.add("wte.weight")
+        name, shape = next((n, s) for n, s in _expected_items(config) if n not in names)
+        raise ValueError(f"{path}: missing tensor {name!r} (expected shape {shape}); the config (n_layer="
+                         f"{config.n_layer}) needs {n_needed} tensors, the file holds {len(stored)}")
     # 1) strip save_pretrained's "transformer." prefix; keep lm_head.weight under its own name
     by_name = {(k[len("transformer."):] if k.startswith("transformer.") else k): v for k, v in stored.items()}
     shapes = expected_shapes(config)

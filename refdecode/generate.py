@@ -71,6 +71,7 @@ from .token_constraints import (
     SuppressTokensLogitsProcessor,
 )
 from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList
+from .validation import ArgumentTypeError, check_allocation, describe
 
 __all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
 
@@ -99,6 +100,10 @@ def _check_inputs(model: Any, input_ids: Any, attention_mask: Any) -> tuple[np.n
     if attention_mask.dtype.kind not in "iub" or not np.isin(attention_mask, (0, 1)).all():
         raise ValueError(f"`attention_mask` has to hold 0/1 (or bool) values, but has dtype "
                          f"{attention_mask.dtype} and values {np.unique(attention_mask)[:5].tolist()}")
+    empty = np.flatnonzero(~attention_mask.astype(bool).any(axis=1))
+    if empty.size:  # transformers runs on: the first new token would be computed from padding only
+        raise ValueError(f"`attention_mask` has to mark at least one real token (a 1) in every row, but rows "
+                         f"{empty[:10].tolist()} are all 0 (a prompt of padding only)")
     return input_ids.astype(np.int64), attention_mask.astype(np.int64)
 
 
@@ -114,6 +119,28 @@ def _negative_prompt(model: Any, negative_prompt_ids: Any) -> np.ndarray | None:
     return ids.astype(np.int64)
 
 
+def _check_memory(model: Any, config: GenerationConfig, mode: str, batch: int, prompt_len: int) -> None:
+    """Refuse, before allocating, a request larger than the machine's memory (refdecode.validation).
+
+    Lower bound of what the loop holds at once: ~4 float32 (rows, V) arrays per step (logits, processed
+    scores, log-probabilities, candidates), the KV cache (2 x L x rows x max_length x E floats, for a
+    model that has one) and, with ``output_scores``/``output_logits``, one (rows, V) array per new token.
+    """
+    rows = batch * (config.num_beams if mode != "sample" else config.num_return_sequences)
+    vocab, steps = int(model.config.vocab_size), config.max_length - prompt_len
+    need, parts = 4 * 4 * rows * vocab, [f"{rows} rows x vocabulary {vocab} x 4 float32 arrays per step"]
+    n_layer, n_embd = getattr(model.config, "n_layer", None), getattr(model.config, "n_embd", None)
+    if n_layer is not None and n_embd is not None:
+        need += 2 * 4 * int(n_layer) * rows * config.max_length * int(n_embd)
+        parts.append(f"KV cache 2 x {n_layer} layers x {rows} rows x {config.max_length} positions x {n_embd}")
+    kept = bool(config.return_dict_in_generate) * (bool(config.output_scores) + bool(config.output_logits))
+    if kept:
+        need += kept * 4 * rows * vocab * steps
+        parts.append(f"{kept} x {steps} steps x {rows} rows x {vocab} kept scores/logits")
+    rows_from = "num_beams" if mode != "sample" else "num_return_sequences"
+    check_allocation("generate()", need, f"batch {batch} x {rows_from}: " + "; ".join(parts))
+
+
 def _default_attention_mask(input_ids: np.ndarray, pad_token_id: int | None, eos: list[int] | None) -> np.ndarray:
     """4.38.2 ``_prepare_attention_mask_for_generation``: (B, T) ``ids != pad`` if pad occurs and is not eos,
     else ones."""
@@ -127,6 +154,10 @@ def _default_attention_mask(input_ids: np.ndarray, pad_token_id: int | None, eos
 
 def _merge(default: list, custom: Any, kind: str) -> list:
     """Built-ins first, then the user's; a user object of a type already built raises (4.38.2)."""
+    name = "logits_processor" if kind == "logits processor" else "stopping_criteria"
+    if custom is not None and (not isinstance(custom, (list, tuple)) or not all(callable(c) for c in custom)):
+        raise ArgumentTypeError(f"`{name}` must be a list of callables (a {kind.title().replace(' ', '')}List) "
+                                f"or None, got {describe(custom)}")
     for item in custom or []:
         for built in default:
             if type(item) is type(built):
@@ -353,6 +384,9 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     ([[0, 1, 2]], [[0, 0, -1]])
     """
     config = _merged_config(model, generation_config, kwargs)
+    if draw is not None and not callable(draw):
+        raise ArgumentTypeError(f"`draw` must be a callable (probs, num_samples, replacement, rng) -> indices or "
+                                f"None, got {describe(draw)}")
     eos = [config.eos_token_id] if isinstance(config.eos_token_id, int) else config.eos_token_id
     input_ids, attention_mask = _check_inputs(model, input_ids, attention_mask)
     if attention_mask is None:
@@ -364,6 +398,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
         config.max_length = config.max_new_tokens + prompt_len
     _check_lengths(model, config, prompt_len)
     mode = generation_mode(config, assistant_model)
+    _check_memory(model, config, mode, batch, prompt_len)
     if streamer is not None:
         if config.num_beams > 1:
             raise ValueError("`streamer` cannot be used with beam search (yet!). Make sure that `num_beams` is set "

@@ -23,7 +23,32 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["prefill", "decode_step", "repeat_run_length", "model_capacity"]
+__all__ = ["prefill", "decode_step", "repeat_run_length", "model_capacity", "check_logits"]
+
+
+def check_logits(model: Any, logits: np.ndarray, where: str) -> np.ndarray:
+    """Refuse NaN logits from the model, naming the model's fault (not the processors', which run later).
+
+    NaN logits come from the weights (a NaN/inf in the checkpoint propagates through every layer) or from
+    the model code; when the model has a ``params`` dict (:class:`refdecode.gpt2.GPT2`), the message
+    names the tensors that hold non-finite values. Cost: one ``isnan`` pass over (N, V) per step.
+    """
+    if np.isnan(logits).any():
+        rows = np.flatnonzero(np.isnan(logits).any(axis=-1))
+        bad = _nonfinite_params(getattr(model, "params", None))
+        cause = (f"the checkpoint holds non-finite weights: {', '.join(bad[:5])}" if bad else
+                 "check the checkpoint's weights and the model (the processors have not run yet)")
+        raise ValueError(f"the model's logits contain NaN ({where}, rows {rows[:10].tolist()}): {cause}")
+    return logits
+
+
+def _nonfinite_params(params: Any, prefix: str = "") -> list[str]:
+    """Names (``h.0.attn.c_attn.weight``) of the arrays in a nested params dict/list that hold NaN or inf."""
+    if isinstance(params, np.ndarray):
+        n = int(params.size - np.count_nonzero(np.isfinite(params)))
+        return [f"{prefix.rstrip('.')} ({n} non-finite of {params.size})"] if n else []
+    items = params.items() if isinstance(params, dict) else enumerate(params) if isinstance(params, list) else ()
+    return [name for key, value in items for name in _nonfinite_params(value, f"{prefix}{key}.")]
 
 
 def repeat_run_length(input_ids: np.ndarray, attention_mask: np.ndarray | None) -> int:
@@ -60,7 +85,7 @@ def prefill(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None
     mask = None if attention_mask is None else attention_mask[::r]  # (N/r, T)
     cache = model.new_cache(ids.shape[0], capacity)
     out = model(ids, attention_mask=mask, past_key_values=cache, logits_to_keep=1)
-    logits = np.repeat(out.logits[:, -1, :], r, axis=0)            # (N/r, V) -> (N, V)
+    logits = np.repeat(check_logits(model, out.logits[:, -1, :], "prompt"), r, axis=0)  # (N/r, V) -> (N, V)
     cache = out.past_key_values if r == 1 else out.past_key_values.expand(r)
     return logits, cache
 
@@ -72,4 +97,4 @@ def decode_step(model: Any, next_tokens: np.ndarray, attention_mask: np.ndarray 
         ones = np.ones((attention_mask.shape[0], 1), dtype=attention_mask.dtype)
         attention_mask = np.concatenate([attention_mask, ones], axis=1)  # (N, S) -> (N, S+1)
     out = model(next_tokens[:, None], attention_mask=attention_mask, past_key_values=cache, logits_to_keep=1)
-    return out.logits[:, -1, :], attention_mask
+    return check_logits(model, out.logits[:, -1, :], "a decoding step"), attention_mask

@@ -28,6 +28,7 @@ from .model_steps import decode_step, model_capacity, prefill
 from .numerics import softmax
 from .seed import default_generator
 from .stopping_criteria import pad_finished_rows, stop_rows, update_unfinished
+from .validation import check_integer
 
 __all__ = ["sample", "make_rng"]
 
@@ -41,7 +42,9 @@ def make_rng(rng: np.random.Generator | None = None, seed: int | None = None) ->
         raise TypeError(f"`rng` has to be a numpy.random.Generator, but is {type(rng).__name__}")
     if rng is not None:
         return rng
-    return np.random.default_rng(seed) if seed is not None else default_generator()  # set_seed's, else fresh
+    if seed is not None:
+        return np.random.default_rng(check_integer("seed", seed, minimum=0))
+    return default_generator()  # set_seed's, else fresh
 
 
 def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stopping_criteria: Any = None,
@@ -81,7 +84,7 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
         scores = scores + (next_scores,) if scores is not None else None
         raw_logits = raw_logits + (logits,) if raw_logits is not None else None
         # 3) selection: one draw per row from softmax of the warped scores
-        next_tokens = draw(softmax(next_scores), 1, False, rng)[:, 0].astype(np.int64)  # (N, 1) -> (N,)
+        next_tokens = sampling_draw.checked_draw(draw, softmax(next_scores), 1, False, rng)[:, 0]  # (N, 1) -> (N,)
         # 4) bookkeeping: finished rows get pad, append, mark rows that emitted eos
         if eos is not None:
             next_tokens = pad_finished_rows(next_tokens, unfinished, pad_token_id)

@@ -20,9 +20,11 @@ samples from. How a port uses ``draw=`` to compare against refdecode: docs/golde
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["multinomial", "multinomial_sparse"]
+__all__ = ["multinomial", "multinomial_sparse", "checked_draw"]
 
 
 def multinomial(probs: np.ndarray, num_samples: int, replacement: bool = False,
@@ -111,3 +113,30 @@ def multinomial_sparse(probs: np.ndarray, num_samples: int, replacement: bool = 
             if not replacement:
                 pr[j] = 0.0
     return out
+
+
+def checked_draw(draw: Callable[..., np.ndarray], probs: np.ndarray, num_samples: int, replacement: bool,
+                 rng: np.random.Generator) -> np.ndarray:
+    """Call a ``draw`` hook and check its answer: int64 (N, num_samples) indices into the V columns of ``probs``.
+
+    A hook (a port's own sampler, a replay of transformers' tokens) that returns the wrong shape, floats or
+    an index outside the vocabulary made the decode loop fail with an IndexError far from the cause; here it
+    is a ValueError naming ``draw``.
+
+    >>> checked_draw(lambda p, n, r, g: np.zeros((1, 2)), np.ones((1, 3)), 1, False, None)
+    Traceback (most recent call last):
+    ...
+    ValueError: `draw` must return integer indices of shape (1, 1) (rows of probs, num_samples), got a float64 array of shape (1, 2)
+    """
+    if not callable(draw):
+        raise TypeError(f"`draw` must be a callable (probs, num_samples, replacement, rng) -> indices, got "
+                        f"{type(draw).__name__}")
+    out = np.asarray(draw(probs, num_samples, replacement, rng))
+    rows, vocab = probs.shape
+    if out.shape != (rows, num_samples) or out.dtype.kind not in "iu":
+        raise ValueError(f"`draw` must return integer indices of shape ({rows}, {num_samples}) (rows of probs, "
+                         f"num_samples), got a {out.dtype} array of shape {out.shape}")
+    if out.size and (out.min() < 0 or out.max() >= vocab):
+        raise ValueError(f"`draw` must return indices in [0, {vocab}) (columns of probs), got values from "
+                         f"{out.min()} to {out.max()}")
+    return out.astype(np.int64, copy=False)

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .validation import check_integer, read_text_file
+
 __all__ = ["Tokenizer", "BatchEncoding"]
 
 _EOS = "<|endoftext|>"
@@ -68,14 +70,13 @@ class Tokenizer:
 
         path = Path(path)
         file = path / "tokenizer.json" if path.is_dir() else path
-        if not file.is_file():
-            raise FileNotFoundError(f"tokenizer file not found: {file}")
-        self._tok = _HFTokenizer.from_file(str(file))
+        text = read_text_file(file, "tokenizer file")  # regular file only; missing -> "tokenizer file not found"
+        try:
+            self._tok = _HFTokenizer.from_str(text)
+        except Exception as e:  # tokenizers raises a bare Exception naming no file
+            raise ValueError(f"tokenizer file {file} is not a valid tokenizer.json: {e}") from None
         self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
-        if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int) \
-                or not 0 <= pad_token_id < self.vocab_size:
-            raise ValueError(f"`pad_token_id` must be an integer in [0, {self.vocab_size}), got {pad_token_id!r}")
-        self.pad_token_id = pad_token_id
+        self.pad_token_id = check_integer("pad_token_id", pad_token_id, minimum=0, maximum=self.vocab_size - 1)
         if padding_side not in ("left", "right"):
             raise ValueError(f"`padding_side` must be 'left' or 'right', got {padding_side!r}")
         self.padding_side = padding_side

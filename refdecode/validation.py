@@ -52,7 +52,7 @@ import numpy as np
 
 __all__ = ["ArgumentTypeError", "is_integer", "is_number", "is_boolean", "describe", "check_integer",
            "check_float", "check_probability", "check_boolean", "check_choice", "check_token_ids",
-           "read_json_file", "memory_limit", "check_allocation", "format_bytes"]
+           "read_text_file", "read_json_file", "open_regular_file", "memory_limit", "check_allocation", "format_bytes"]
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -272,6 +272,22 @@ def open_regular_file(path: str | Path, what: str) -> int:
     return fd
 
 
+def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> str:
+    """The UTF-8 text of the regular file ``path`` (at most ``max_bytes``); errors as :func:`read_json_file`."""
+    path = Path(path)
+    fd = open_regular_file(path, what)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > max_bytes:
+            raise ValueError(f"{what} {path} is {format_bytes(size)}, more than the {format_bytes(max_bytes)} a "
+                             "configuration file may hold")
+        raw = f.read(max_bytes + 1)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what} {path} is not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r})") from None
+
+
 def read_json_file(path: str | Path, what: str, expect: type = dict, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """The JSON value in the regular file ``path`` (of type ``expect``); every failure names the file.
 
@@ -287,17 +303,7 @@ def read_json_file(path: str | Path, what: str, expect: type = dict, max_bytes: 
     ValueError: generation config .../generation_config.json must hold a JSON object, got a JSON array
     """
     path = Path(path)
-    fd = open_regular_file(path, what)
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > max_bytes:
-            raise ValueError(f"{what} {path} is {format_bytes(size)}, more than the {format_bytes(max_bytes)} a "
-                             "configuration file may hold")
-        raw = f.read(max_bytes + 1)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{what} {path} is not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r})") from None
+    text = read_text_file(path, what, max_bytes)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:

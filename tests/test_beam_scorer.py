@@ -280,3 +280,45 @@ def test_device_keyword_is_accepted_and_ignored_and_a_device_in_length_penalty_r
     for bad in (None, True, [1.0]):
         with pytest.raises(TypeError, match="`length_penalty` has to be a number"):
             BeamSearchScorer(1, 2, bad)
+
+
+# ---- bad-input catalogue (issue 14)
+
+
+@pytest.mark.parametrize("lp, match", [
+    (-float("inf"), "must be a finite number"), (float("inf"), "must be a finite number"),
+    (float("nan"), "must be a finite number"), (250.0, r"\|length_penalty\| \* ln\(max_length\) <= 709"),
+    (-250.0, r"\|length_penalty\| \* ln\(max_length\) <= 709"),
+])
+def test_length_penalty_refused_before_it_crashes(lp, match):
+    """transformers (and refdecode before) raised ZeroDivisionError for -inf (2 ** -inf = 0) and OverflowError
+    for 250 (18 ** 250 > 1.8e308) in the middle of the search; NaN made every score NaN."""
+    with pytest.raises(ValueError, match=f"`length_penalty` .*{match}"):
+        BeamSearchScorer(1, 2, length_penalty=lp, max_length=20)
+    with pytest.raises(ValueError, match="`length_penalty`"):
+        BeamHypotheses(2, lp, False, max_length=20)
+
+
+def test_length_penalty_bound_follows_max_length_and_add_checks_without_it():
+    BeamSearchScorer(1, 2, length_penalty=236.0, max_length=20)  # 236 * ln 20 = 707 <= 709
+    h = BeamHypotheses(1, 300.0, False)  # no max_length: the bound is checked when a length is scored
+    h.add(np.array([1]), -1.0, generated_len=5)                    # 5 ** 300 = 4.9e209: fine
+    with pytest.raises(ValueError, match="`length_penalty`=300.0 makes length \\*\\* length_penalty overflow at "
+                                         "length 20"):
+        h.add(np.array([1]), -1.0, generated_len=20)
+
+
+@pytest.mark.parametrize("value", [1.0, 0.0, 1, "True"])
+def test_early_stopping_must_be_exactly_true_false_or_never(value):
+    """``is_done`` tests ``is True``/``is False``: 1.0 passed ``== True`` checks and ran as "never"."""
+    with pytest.raises(ValueError, match="early_stopping` must be one of True, False, 'never'"):
+        BeamHypotheses(2, 1.0, value, max_length=10)
+    with pytest.raises(ValueError, match="`do_early_stopping` must be one of"):
+        BeamSearchScorer(1, 2, do_early_stopping=value, max_length=10)
+
+
+def test_numpy_bool_early_stopping_and_numpy_int_sizes_are_accepted():
+    h = BeamHypotheses(np.int64(2), 1.0, np.True_, max_length=np.int32(10))
+    assert h.early_stopping is True and h.num_beams == 2 and type(h.max_length) is int
+    s = BeamSearchScorer(np.int64(1), np.int64(4), num_beam_groups=np.int64(2), num_beam_hyps_to_keep=np.int64(2))
+    assert (s.batch_size, s.num_beams, s.group_size) == (1, 4, 2)

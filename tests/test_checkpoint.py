@@ -172,3 +172,81 @@ def test_nest_walks_dotted_names():
     flat = {"h.1.attn.c_attn.weight": 1, "h.0.ln_1.bias": 2, "ln_f.weight": 3, "wte.weight": 4}
     assert nest(flat) == {"h": [{"ln_1": {"bias": 2}}, {"attn": {"c_attn": {"weight": 1}}}],
                           "ln_f": {"weight": 3}, "wte": 4}
+
+
+# ---- bad-input catalogue (issue 14): headers that crashed or were silently accepted
+
+
+def write_safetensors(path, header: dict, data: bytes = b"") -> None:
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+
+
+@pytest.mark.parametrize("offsets", [["0", "16"], [0.0, 16.0], [0, 16, 32], [True, 16], None, {"a": 0}])
+def test_data_offsets_of_the_wrong_json_type_name_the_tensor(tmp_path, offsets):
+    """``"data_offsets": ["0", "16"]`` failed in a ``<=`` comparison with a TypeError naming no tensor."""
+    path = tmp_path / "m.safetensors"
+    write_safetensors(path, {"w": {"dtype": "F32", "shape": [4], "data_offsets": offsets}}, bytes(16))
+    with pytest.raises(ValueError, match=r"malformed header entry for tensor 'w' \(\"data_offsets\" must be a list"):
+        read_header(path)
+
+
+@pytest.mark.parametrize("entry, why", [
+    ({"dtype": 5, "shape": [4], "data_offsets": [0, 16]}, '"dtype" must be a string'),
+    ({"dtype": "F32", "shape": [4.0], "data_offsets": [0, 16]}, '"shape" must be a list of integers'),
+    ({"dtype": "F32", "shape": [-4], "data_offsets": [0, 16]}, '"shape" must be a list of integers >= 0'),
+    ({"dtype": "F32", "shape": "4", "data_offsets": [0, 16]}, '"shape" must be a list'),
+    ([1, 2], "it must be an object"),
+])
+def test_header_entries_of_the_wrong_shape(tmp_path, entry, why):
+    path = tmp_path / "m.safetensors"
+    write_safetensors(path, {"w": entry}, bytes(16))
+    with pytest.raises(ValueError, match=f"tensor 'w' \\({why}"):
+        read_header(path)
+
+
+def test_overlapping_tensors_are_refused(tmp_path):
+    """Two tensors sharing bytes were both read (safetensors' own reader refuses such a file)."""
+    path = tmp_path / "m.safetensors"
+    write_safetensors(path, {"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+                             "b": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}}, bytes(24))
+    with pytest.raises(ValueError, match="tensors 'a' and 'b' overlap in the file"):
+        read_header(path)
+
+
+def test_absurd_shape_does_not_overflow_the_byte_count(tmp_path):
+    """``np.prod`` in int64 wraps around for a shape of 2**40 x 2**40; the byte count is exact Python ints."""
+    path = tmp_path / "m.safetensors"
+    write_safetensors(path, {"w": {"dtype": "F32", "shape": [2**40, 2**40], "data_offsets": [0, 0]}})
+    with pytest.raises(ValueError, match=r"data_offsets \[0, 0\] for 4835703278458516698824704 bytes"):
+        read_header(path)
+
+
+def test_huge_n_layer_is_refused_at_once_saying_what_it_needs(tmp_path):
+    """A config.json with n_layer=10**8 ran for 22 s into a MemoryError (2.8 GB of tensor names)."""
+    import time
+    config = json.loads((SAVE_PRETRAINED / "config.json").read_text()) | {"n_layer": 10**8}
+    model_dir = copy_model(SAVE_PRETRAINED, tmp_path / "m", config=config)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"the weights would need [\d.]+ [PT]iB \(.* float32 parameters for "
+                                         r"n_layer=100000000, .*more than this machine's memory"):
+        GPT2.from_pretrained(model_dir)
+    assert time.perf_counter() - start < 5
+
+
+def test_more_layers_than_the_file_holds_names_the_first_missing_tensor(tmp_path):
+    """n_layer=10**5 fits in memory but the file holds 2 layers: refused before listing 1.2 million names."""
+    config = json.loads((SAVE_PRETRAINED / "config.json").read_text()) | {"n_layer": 10**5}
+    with pytest.raises(ValueError, match=r"missing tensor 'h.2.ln_1.weight' .* needs 1200004 tensors"):
+        GPT2.from_pretrained(copy_model(SAVE_PRETRAINED, tmp_path / "m", config=config))
+
+
+def test_nan_weights_are_reported_as_the_checkpoint_fault(tmp_path):
+    """NaN weights were reported as "scores contain NaN ... check the processors/warpers"."""
+    from refdecode.generate import generate
+    tensors = load_file(str(SAVE_PRETRAINED / "model.safetensors"))
+    tensors["transformer.h.1.mlp.c_fc.weight"][0, 3] = np.nan
+    model = GPT2.from_pretrained(copy_model(SAVE_PRETRAINED, tmp_path / "m", tensors))
+    with pytest.raises(ValueError, match=r"the model's logits contain NaN \(prompt, rows \[0\]\): the checkpoint "
+                                         r"holds non-finite weights: h.1.mlp.c_fc.weight \(1 non-finite"):
+        generate(model, np.array([[1, 2]]), max_new_tokens=2)

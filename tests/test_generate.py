@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import GOLDEN
+from conftest import GOLDEN, MODELS
 
 from refdecode.generate import generate, logits_processors, logits_warpers
 from refdecode.generation_config import GenerationConfig
@@ -261,3 +261,57 @@ def test_max_time_and_output_logits():
     out = generate(model, PROMPT, max_new_tokens=3, output_logits=True, return_dict_in_generate=True)
     assert len(out.logits) == 3 and out.scores is None
     np.testing.assert_array_equal(out.logits[0], TINY.table[[3]])   # raw logits of the last prompt token
+
+
+# ---- bad-input catalogue (issue 14)
+
+
+@pytest.mark.parametrize("draw, match", [
+    (lambda p, n, r, g: np.zeros((p.shape[0],), dtype=np.int64), r"shape \(1, 1\) .* got a int64 array of shape \(1,\)"),
+    (lambda p, n, r, g: np.zeros((p.shape[0], n)), "got a float64 array"),
+    (lambda p, n, r, g: np.full((p.shape[0], n), 1000), r"indices in \[0, 10\)"),
+    (lambda p, n, r, g: [[0]], None),  # a nested list of the right shape is fine
+])
+def test_draw_hook_output_is_checked(draw, match):
+    """A ``draw`` returning the wrong shape failed with an IndexError inside the loop."""
+    if match is None:
+        assert generate(TINY, PROMPT, do_sample=True, max_new_tokens=2, draw=draw).shape == (1, 5)
+        return
+    with pytest.raises(ValueError, match="`draw` must return " + ".*" + match):
+        generate(TINY, PROMPT, do_sample=True, max_new_tokens=2, draw=draw)
+    with pytest.raises(ValueError, match="`draw` must return"):  # beam sample draws from K*V = 20 columns
+        generate(TINY, PROMPT, do_sample=True, num_beams=2, max_new_tokens=2, draw=draw)
+
+
+def test_draw_seed_and_custom_lists_of_the_wrong_type_are_named():
+    for kwargs, name in [(dict(draw=5), "draw"), (dict(seed=-1), "seed"), (dict(seed=1.5), "seed"),
+                         (dict(seed="0"), "seed"), (dict(logits_processor=5), "logits_processor"),
+                         (dict(logits_processor=[5]), "logits_processor"),
+                         (dict(stopping_criteria="max"), "stopping_criteria")]:
+        with pytest.raises((TypeError, ValueError), match=f"`{name}` must be"):
+            generate(TINY, PROMPT, do_sample=True, max_new_tokens=2, **kwargs)
+
+
+def test_all_zero_attention_mask_row_is_refused():
+    """A row of padding only has no token to continue from; transformers computes its first token from the
+    padding itself (attention is uniform over masked keys) without a word."""
+    ids, mask = np.array([[1, 2, 3], [1, 2, 3]]), np.array([[1, 1, 1], [0, 0, 0]])
+    with pytest.raises(ValueError, match=r"`attention_mask` has to mark at least one real token .* rows \[1\]"):
+        generate(TINY, ids, attention_mask=mask, max_new_tokens=2)
+
+
+def test_huge_num_beams_is_refused_before_allocating():
+    """``num_beams=10**6`` ran for 22 s into a MemoryError; the request is sized first."""
+    model = GPT2.from_pretrained(MODELS / "gpt2-tiny")  # V = 50257: 10**6 rows x V x 16 bytes = 804 GB
+    with pytest.raises(ValueError, match=r"generate\(\) would need [\d.]+ [GTP]iB \(batch 1 x num_beams: 1000000 rows "
+                                         r"x vocabulary .* more than this machine's memory"):
+        generate(model, PROMPT, num_beams=10**6, max_new_tokens=2)
+
+
+def test_memory_estimate_counts_kept_scores(monkeypatch):
+    from refdecode import validation
+    monkeypatch.setattr(validation, "memory_limit", lambda: 100_000)
+    model = TableModel(np.zeros((10, 10), dtype=np.float32), n_positions=64)
+    generate(model, PROMPT, max_new_tokens=40, num_beams=64)  # 4 arrays x 4 bytes x 64 rows x 10 = 10 kB
+    with pytest.raises(ValueError, match=r"1 x 40 steps x 64 rows x 10 kept scores/logits"):  # + 102 kB
+        generate(model, PROMPT, num_beams=64, max_new_tokens=40, output_scores=True, return_dict_in_generate=True)

@@ -72,7 +72,7 @@ def test_batch_is_left_padded(tok):
 def test_errors_are_named(tmp_path, tok):
     with pytest.raises(FileNotFoundError, match="tokenizer file not found"):
         Tokenizer(tmp_path)
-    with pytest.raises(ValueError, match=r"`pad_token_id` must be an integer in \[0, 50257\), got 50257"):
+    with pytest.raises(ValueError, match=r"`pad_token_id` must be an integer >= 0 and <= 50256, got 50257"):
         Tokenizer(MODELS / "gpt2-tiny", pad_token_id=50257)
     with pytest.raises(TypeError, match="`text` must be a str"):
         tok.encode(["a"])
@@ -110,3 +110,23 @@ def test_generate_takes_the_tokenizer_output_as_keywords(tok):
     model = GPT2.from_pretrained(MODELS / "gpt2-tiny")
     out = generate(model, **tok(["Hello world", "Hi"], padding=True, return_tensors="np"), max_new_tokens=2)
     assert out.shape == (2, 4)
+
+
+@pytest.mark.parametrize("content, match", [
+    (b'{"version": "1.0", "model": 3}', "is not a valid tokenizer.json: "),
+    (b"{not json", "is not a valid tokenizer.json: "),
+    (b"\xff\xfe", "is not UTF-8 text"),
+])
+def test_malformed_tokenizer_json_names_the_file(tmp_path, content, match):
+    """``tokenizers`` raised a bare ``Exception`` naming no file."""
+    (tmp_path / "tokenizer.json").write_bytes(content)
+    with pytest.raises(ValueError, match=match) as e:
+        Tokenizer(tmp_path)
+    assert str(tmp_path / "tokenizer.json") in str(e.value)
+
+
+def test_tokenizer_fifo_is_refused(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "tokenizer.json")
+    with pytest.raises(ValueError, match="tokenizer.json is a FIFO"):
+        Tokenizer(tmp_path)
