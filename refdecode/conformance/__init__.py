@@ -13,7 +13,7 @@ builders), ``export.py``, ``serve.py``, ``check.py``, ``compare.py`` (the verdic
 ``plants.py`` (deliberately broken refdecodes that ``check`` must catch), ``cli.py``.
 """
 
-from . import cases_processors, cases_beam, cases_decode  # noqa: F401  (they register the case types)
+from . import cases_processors, cases_processors_more, cases_beam, cases_decode  # noqa: F401  (they register the case types)
 from .registry import REGISTRY, CaseType, register
 
 __all__ = ["REGISTRY", "CaseType", "register"]
