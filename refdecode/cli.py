@@ -4,52 +4,118 @@ Contract: prompt text in, generated text on stdout; every generation option is a
 :class:`~refdecode.generation_config.GenerationConfig` field, defaulting to the model's own
 ``generation_config.json``. Nothing is downloaded: ``--model`` is a local directory.
 
-    refdecode "ROMEO:"                                   # the model's default decoding
+    refdecode "ROMEO:"                                   # the model's default decoding, streamed
     refdecode "ROMEO:" --num-beams 4 --num-return-sequences 2
     refdecode "ROMEO:" --do-sample --top-p 0.9 --temperature 0.8 --seed 0
+    python -m refdecode --help                           # the same command
+
+Greedy search and sampling (one sequence) print each word as it is generated (a
+:class:`~refdecode.streamers.TextStreamer`); beam methods show a progress bar on stderr (tqdm,
+when stderr is a terminal, or with ``--progress``) and print the result at the end.
+
+How it ends (the status is what scripts see):
+
+- 0: done.
+- 2: a usage error (argparse's convention): a bad or inconsistent option (the message names the
+  ``--flag``), an empty or non-UTF-8 prompt, a missing or unreadable ``--model`` directory. One
+  line on stderr, no traceback.
+- 1: the output could not be written (a full disk, ``> /dev/full``; a closed pipe, ``| head``).
+- 130: interrupted (Ctrl-C); streamed text generated so far is flushed first.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import os
+import re
 import sys
+import warnings
 from pathlib import Path
+from typing import Any, NoReturn
 
-from .generate import generate
-from .gpt2 import GPT2
-from .tokenizer import Tokenizer
+from . import __version__
+from .streamers import TextStreamer
 
-#: The shipped model the command uses unless ``--model`` names another directory.
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "tiny-shakespeare"
+PROG = "refdecode"
+#: Default ``--max-new-tokens`` when the model's generation_config.json sets none (the library's own
+#: default, ``max_length=20`` counting the prompt, is too short to read).
+DEFAULT_MAX_NEW_TOKENS = 40
 
-# (flag, GenerationConfig field, type)
+
+# ---- the default model: found in a source checkout and after a non-editable install
+
+
+def default_model_dir() -> Path:
+    """``models/tiny-shakespeare``: next to the package in a checkout (or an editable install), else the copy
+    that ``pip install .`` puts in ``<prefix>/share/refdecode/models/`` (pyproject's ``data-files``)."""
+    import site
+
+    name = Path("models") / "tiny-shakespeare"
+    candidates = [Path(__file__).resolve().parent.parent / name,
+                  Path(sys.prefix) / "share" / "refdecode" / name,
+                  Path(site.getuserbase()) / "share" / "refdecode" / name]
+    return next((c for c in candidates if (c / "config.json").is_file()), candidates[0])
+
+
+# ---- options: (flag, GenerationConfig field, type, help)
+
 _OPTIONS = [
-    ("--max-new-tokens", "max_new_tokens", int),
-    ("--min-new-tokens", "min_new_tokens", int),
-    ("--num-beams", "num_beams", int),
-    ("--num-beam-groups", "num_beam_groups", int),
-    ("--diversity-penalty", "diversity_penalty", float),
-    ("--num-return-sequences", "num_return_sequences", int),
-    ("--length-penalty", "length_penalty", float),
-    ("--temperature", "temperature", float),
-    ("--top-k", "top_k", int),
-    ("--top-p", "top_p", float),
-    ("--repetition-penalty", "repetition_penalty", float),
-    ("--no-repeat-ngram-size", "no_repeat_ngram_size", int),
+    ("--max-new-tokens", "max_new_tokens", int,
+     f"new tokens to generate, prompt not counted (default: the model's generation_config.json, "
+     f"else {DEFAULT_MAX_NEW_TOKENS})"),
+    ("--min-new-tokens", "min_new_tokens", int, "forbid eos before this many new tokens (default: none)"),
+    ("--num-beams", "num_beams", int, "beams per prompt; > 1 selects beam search (default: 1)"),
+    ("--num-beam-groups", "num_beam_groups", int,
+     "diverse (group) beam search: groups of beams, needs --diversity-penalty (default: 1)"),
+    ("--diversity-penalty", "diversity_penalty", float,
+     "Hamming penalty between beam groups, needs --num-beam-groups > 1 (default: 0.0)"),
+    ("--num-return-sequences", "num_return_sequences", int,
+     "sequences to print: <= --num-beams, or any number with --do-sample (default: 1)"),
+    ("--length-penalty", "length_penalty", float, "beam score = sum of log-probs / length ** this (default: 1.0)"),
+    ("--temperature", "temperature", float, "divide the logits by this when sampling (default: 1.0)"),
+    ("--top-k", "top_k", int, "sample from the k most likely tokens; 0 = off (default: 50)"),
+    ("--top-p", "top_p", float, "sample from the smallest set of tokens with probability >= p (default: 1.0 = off)"),
+    ("--repetition-penalty", "repetition_penalty", float, "penalise tokens already present; 1.0 = off (default: 1.0)"),
+    ("--no-repeat-ngram-size", "no_repeat_ngram_size", int, "forbid repeating any n-gram of this size (default: 0)"),
 ]
+_FLAGS = {field: flag for flag, field, _, _ in _OPTIONS} | {"do_sample": "--do-sample",
+                                                            "early_stopping": "--early-stopping"}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """Two lines instead of argparse's full usage (a dozen lines with every option) and the error."""
+        self.exit(2, f"{PROG}: error: {message}\nusage: {PROG} [OPTIONS] PROMPT   ({PROG} --help lists the options)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="refdecode", description=__doc__.splitlines()[0])
-    ap.add_argument("prompt", help="text to continue")
-    ap.add_argument("--model", type=Path, default=DEFAULT_MODEL,
-                    help="directory with config.json, model.safetensors, tokenizer.json (default: %(default)s)")
-    for flag, field, kind in _OPTIONS:
-        ap.add_argument(flag, dest=field, type=kind, default=None, help=f"GenerationConfig.{field}")
-    ap.add_argument("--do-sample", dest="do_sample", action="store_true", default=None, help="sample instead of search")
-    ap.add_argument("--early-stopping", dest="early_stopping", choices=["true", "false", "never"], default=None)
-    ap.add_argument("--seed", type=int, default=0, help="seed of the random generator when sampling (default 0)")
+    ap = _Parser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Generate text from a prompt with a local GPT-2 checkpoint, decoding exactly as\n"
+                    "Hugging Face transformers 4.38.2 does.",
+        epilog="examples:\n"
+               f"  {PROG} \"ROMEO:\"\n"
+               f"  {PROG} \"ROMEO:\" --num-beams 4 --num-return-sequences 2\n"
+               f"  {PROG} \"ROMEO:\" --do-sample --top-p 0.9 --temperature 0.8 --seed 0\n\n"
+               "Options not given come from the model's generation_config.json, else from transformers'\n"
+               "defaults. Exit status: 0 done, 2 usage error, 1 output not written, 130 interrupted.")
+    ap.add_argument("prompt", help="text to continue (use -- before a prompt that starts with '-')")
+    ap.add_argument("--model", type=Path, default=None, metavar="DIR",
+                    help="directory with config.json, model.safetensors, tokenizer.json "
+                         f"(default: {default_model_dir()})")
+    for flag, field, kind, text in _OPTIONS:
+        ap.add_argument(flag, dest=field, type=kind, default=None, metavar=field.split("_")[-1].upper()
+                        if kind is int else "X", help=text)
+    ap.add_argument("--do-sample", dest="do_sample", action="store_true", default=None,
+                    help="sample instead of searching (default: off)")
+    ap.add_argument("--early-stopping", dest="early_stopping", choices=["true", "false", "never"], default=None,
+                    help="when beam search stops (default: false)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random generator when sampling (default: 0)")
+    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                    help="progress bar on stderr for beam methods (default: when stderr is a terminal)")
+    ap.add_argument("--version", action="version", version=f"{PROG} {__version__} (decoding of transformers 4.38.2)")
     return ap
 
 
@@ -70,31 +136,169 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
     return int(getattr(importlib.import_module(module), function)(argv) or 0)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in SUBCOMMANDS:
-        return _run_subcommand(argv[0], argv[1:])
-    args = _parser().parse_args(argv)
-    model = GPT2.from_pretrained(args.model)
-    tokenizer = Tokenizer(args.model)
-    options = {field: getattr(args, field) for _, field, _ in _OPTIONS if getattr(args, field) is not None}
+# ---- messages: library names -> command-line flags
+
+
+def _flags(message: str) -> str:
+    """Name the command line's flags in a library message: `num_beam_groups` -> `--num-beam-groups`."""
+    message = message.replace("`do_sample` is set to `False`.", "`--do-sample` is not given.").replace(" or None,", ",")
+    message = re.sub(r"`do_sample=True`", "`--do-sample`", message)
+    message = re.sub(r"`num_beams>1`", "`--num-beams` > 1", message)
+    return re.sub(r"`(\w+)`", lambda m: f"`{_FLAGS.get(m.group(1), m.group(1))}`", message)
+
+
+class UsageError(Exception):
+    """A problem with the command line (exit status 2)."""
+
+
+def _fail(message: str, status: int) -> NoReturn:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """One line per warning, with flag names (instead of Python's "file:line: UserWarning: ..." and source)."""
+    print(f"{PROG}: warning: {_flags(str(message))}", file=sys.stderr)
+
+
+# ---- the generation command
+
+
+class _LineStreamer(TextStreamer):
+    """TextStreamer whose output ends with exactly one newline (transformers' prints an empty line after
+    text that already ended with one)."""
+
+    ends_with_newline = True
+
+    def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+        if text:
+            self.ends_with_newline = text.endswith("\n")
+        print(text, end="\n" if stream_end and not self.ends_with_newline else "", flush=True)
+
+
+def _check_prompt(prompt: str) -> None:
+    if not prompt.strip():
+        raise UsageError("the prompt is empty: give some text to continue, e.g. refdecode \"ROMEO:\"")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as e:  # argv bytes that are not UTF-8 arrive as lone surrogates
+        bad = prompt[e.start].encode("utf-8", "surrogateescape")
+        raise UsageError(f"the prompt is not valid UTF-8 (byte 0x{bad.hex()} at character {e.start})") from None
+
+
+def _load(model_dir: Path) -> tuple[Any, Any]:
+    """The model and its tokenizer; any failure is the directory's fault: a UsageError naming it."""
+    from .gpt2 import GPT2
+    from .tokenizer import Tokenizer
+
+    if not model_dir.is_dir():
+        raise UsageError(f"--model {model_dir}: no such directory")
+    try:
+        return GPT2.from_pretrained(model_dir), Tokenizer(model_dir)
+    except Exception as e:  # noqa: BLE001 -- a broken checkpoint can fail in numpy, safetensors or tokenizers
+        detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UsageError(f"--model {model_dir}: cannot load the checkpoint: {detail}") from None
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    options = {field: getattr(args, field) for _, field, _, _ in _OPTIONS if getattr(args, field) is not None}
     if args.do_sample:
         options["do_sample"] = True
     if args.early_stopping is not None:
         options["early_stopping"] = {"true": True, "false": False}.get(args.early_stopping, "never")
-    if model.generation_config.max_new_tokens is None:  # the library default (max_length=20) is too short here
-        options.setdefault("max_new_tokens", 40)
-    input_ids, attention_mask = tokenizer.encode_batch([args.prompt])
-    sequences = generate(model, input_ids, attention_mask=attention_mask, seed=args.seed, **options)
+    return options
+
+
+def _progress_criterion(total: int, enabled: bool | None) -> Any:
+    """A stopping criterion that never stops and advances a tqdm bar on stderr (tqdm ships with tokenizers)."""
     try:
+        from tqdm import tqdm
+    except ImportError:  # tqdm comes with tokenizers' huggingface_hub; without it, no bar
+        return None
+    bar = tqdm(total=total, desc="beam search", unit="tok", file=sys.stderr, leave=False,
+               disable=None if enabled is None else not enabled)
+
+    def advance(input_ids: Any, scores: Any, **kwargs: Any) -> bool:
+        bar.update(1)
+        return False
+
+    advance.close = bar.close  # type: ignore[attr-defined]
+    return advance
+
+
+def _generate(args: argparse.Namespace, out: Any) -> None:
+    """Load, configure, generate, print (streamed for one greedy/sampled sequence)."""
+    from .generate import generate
+    from .generation_config import generation_mode, model_generation_config
+
+    _check_prompt(args.prompt)
+    model, tokenizer = _load(args.model or default_model_dir())
+    options = _options(args)
+    if model.generation_config.max_new_tokens is None:  # the library default (max_length=20) is too short here
+        options.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
+    try:
+        with warnings.catch_warnings():  # generate() below warns once; this copy only picks the output path
+            warnings.simplefilter("ignore")
+            config = copy.deepcopy(model_generation_config(model))
+            config.update(**options)
+    except (ValueError, TypeError) as e:
+        raise UsageError(_flags(str(e))) from None
+    inputs = tokenizer([args.prompt], return_tensors="np")
+    streamed = generation_mode(config) in ("greedy_search", "sample") and config.num_return_sequences == 1
+    extra: dict[str, Any] = {}
+    if streamed:
+        extra["streamer"] = out.streamer = _LineStreamer(tokenizer, skip_special_tokens=True)
+    else:
+        progress = _progress_criterion(config.max_new_tokens or config.max_length, args.progress)
+        extra["stopping_criteria"] = [progress] if progress is not None else None
+    try:
+        sequences = generate(model, **inputs, seed=args.seed, **options, **extra)
+    except (ValueError, TypeError) as e:
+        raise UsageError(_flags(str(e))) from None
+    finally:
+        if not streamed and extra["stopping_criteria"]:
+            extra["stopping_criteria"][0].close()
+    if not streamed:
         for i, row in enumerate(sequences):
             if len(sequences) > 1:
-                print(f"--- sequence {i}")
+                print(f"--- sequence {i}", flush=True)
             print(tokenizer.decode(row, skip_special_tokens=True), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command on ``argv`` (default ``sys.argv[1:]``); returns the exit status (see the module doc)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return _run_subcommand(argv[0], argv[1:])
+    args = _parser().parse_args(argv)  # usage errors: argparse prints them and exits with 2
+    state = argparse.Namespace(streamer=None)
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            _generate(args, state)
+    except UsageError as e:
+        _fail(str(e), 2)
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            if state.streamer is not None:
+                state.streamer.end()  # print the words held back, so the output shows all generated so far
+        _stdout_to_devnull()
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `refdecode ... | head`: the reader left; stop quietly (Python docs' recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_devnull()
         return 1
+    except OSError as e:  # e.g. `> /dev/full`: ENOSPC when the text is flushed
+        _stdout_to_devnull()
+        _fail(f"cannot write the output: {e.strerror or e}", 1)
     return 0
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush of buffered text cannot fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":
