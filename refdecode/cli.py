@@ -263,7 +263,8 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
         for i, row in enumerate(sequences):
             if len(sequences) > 1:
                 print(f"--- sequence {i}", flush=True)
-            print(tokenizer.decode(row, skip_special_tokens=True), flush=True)
+            decoded = tokenizer.decode(row, skip_special_tokens=True)
+            print(decoded, end="" if decoded.endswith("\n") else "\n", flush=True)  # one newline, as streamed
 
 
 def main(argv: list[str] | None = None) -> int:

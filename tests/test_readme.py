@@ -29,3 +29,17 @@ def test_readme_shows_two_setup_commands_that_ci_runs():
     assert bash[1].strip() in ci, "CI runs the README's test command as written"
     main_cmd = bash[0].strip().rsplit("&&", 1)[1].strip()  # `.venv/bin/refdecode "ROMEO:"`
     assert main_cmd in ci, "CI runs the README's main command"
+
+
+def test_readme_commands_run_without_an_activated_venv():
+    """After the two set-up commands, every command works as written: tools are called through the venv
+    (``.venv/bin/python``), never a bare ``python``/``pip``/``jupyter`` that only an activated venv provides;
+    notebooks are made from the numbered tutorials only (``_common.py`` is a helper module)."""
+    inline = [code for code in re.findall(r"`([^`\n]+)`", README) if " " in code]  # commands, not paths
+    commands = re.findall(r"```bash\n(.*?)```", README, flags=re.S) + inline
+    bare = re.compile(r"(^|&&|;|\|)\s*(python|pip|jupytext|jupyter|mkdocs|refdecode|pytest)\b(?!3 -m venv)")
+    for block in commands:
+        for line in block.splitlines():
+            line = line.split("#")[0]
+            assert not bare.search(line), f"README command needs an activated venv: {line!r}"
+    assert "jupytext --to ipynb tutorials/[0-9]*.py" in README and ".[notebooks]" in README
