@@ -92,6 +92,8 @@ from .constrained_beam_search import constrained_beam_search
 
 # 5  stopping
 from .stopping_criteria import (
+    EosTokenCriteria,
+    StopStringCriteria,
     MaxLengthCriteria,
     MaxNewTokensCriteria,
     MaxTimeCriteria,
@@ -127,7 +129,7 @@ __all__ = [
     "group_beam_search", "AssistedCandidateGenerator", "PromptLookupCandidateGenerator", "assisted_decoding",
     "Constraint", "ConstraintListState", "DisjunctiveConstraint", "PhrasalConstraint",
     "ConstrainedBeamSearchScorer", "constrained_beam_search",
-    "StoppingCriteria", "StoppingCriteriaList", "MaxLengthCriteria", "MaxNewTokensCriteria",
+    "StoppingCriteria", "StoppingCriteriaList", "StopStringCriteria", "EosTokenCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria",
     "MaxTimeCriteria", "GenerationConfig", "GenerateDecoderOnlyOutput", "GenerateBeamDecoderOnlyOutput", "generate",
     # conveniences for code ported from transformers
     "BatchEncoding", "set_seed", "validate_stopping_criteria", "ModelOutput", "compute_transition_scores",

@@ -70,7 +70,7 @@ from .token_constraints import (
     SuppressTokensAtBeginLogitsProcessor,
     SuppressTokensLogitsProcessor,
 )
-from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList
+from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList, StopStringCriteria
 from .validation import ArgumentTypeError, check_allocation, describe
 
 __all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
@@ -253,11 +253,18 @@ def logits_warpers(config: GenerationConfig) -> LogitsProcessorList:
     return LogitsProcessorList([build() for active, build in steps if active])
 
 
-def stopping_criteria_for(config: GenerationConfig, n_positions: int, custom: Any = None) -> StoppingCriteriaList:
-    """MaxLength(max_length) (+ MaxTime if ``max_time``), then the user's criteria (duplicate type raises)."""
+def stopping_criteria_for(config: GenerationConfig, n_positions: int, custom: Any = None,
+                          tokenizer: Any = None) -> StoppingCriteriaList:
+    """MaxLength(max_length) (+ MaxTime if ``max_time``, + StopString if ``stop_strings``, as 4.41), then the
+    user's criteria (duplicate type raises)."""
     criteria: list = [MaxLengthCriteria(max_length=config.max_length, max_position_embeddings=n_positions)]
     if config.max_time is not None:
         criteria.append(MaxTimeCriteria(max_time=config.max_time))
+    if config.stop_strings is not None:
+        if tokenizer is None:
+            raise ValueError("`stop_strings` needs the model's tokenizer: pass `tokenizer=` to `generate` (as in "
+                             "transformers 4.41)")
+        criteria.append(StopStringCriteria(tokenizer, config.stop_strings))
     return StoppingCriteriaList(_merge(criteria, custom, "stopping criteria"))
 
 
@@ -358,7 +365,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
              draw: Callable[..., np.ndarray] | None = None, streamer: Any = None, assistant_model: Any = None,
              uniform: Callable[..., np.ndarray] | None = None, prefix_allowed_tokens_fn: Callable | None = None,
              negative_prompt_ids: np.ndarray | None = None, negative_prompt_attention_mask: np.ndarray | None = None,
-             **kwargs: Any) -> Any:
+             tokenizer: Any = None, **kwargs: Any) -> Any:
     """Generate continuations of ``input_ids`` int64 (B, T) (left-padded, with ``attention_mask`` (B, T)).
 
     ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
@@ -371,6 +378,8 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     ``prefix_allowed_tokens_fn(batch_id, row) -> allowed ids`` restricts every step
     (docs/bad-words-and-forcing.md); ``negative_prompt_ids`` / ``negative_prompt_attention_mask`` (one
     row per generated row) are the unconditional branch of ``guidance_scale`` (docs/guidance.md).
+    ``tokenizer`` is needed by ``stop_strings=`` (transformers 4.41's
+    :class:`~refdecode.stopping_criteria.StopStringCriteria`).
 
     >>> from refdecode.testing import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)),
@@ -408,7 +417,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
                                    prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
                                    negative_prompt_ids=_negative_prompt(model, negative_prompt_ids),
                                    negative_prompt_attention_mask=negative_prompt_attention_mask)
-    criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria)
+    criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria, tokenizer)
     common = dict(logits_processor=processors, stopping_criteria=criteria, pad_token_id=config.pad_token_id,
                   eos_token_id=config.eos_token_id, output_scores=config.output_scores,
                   output_logits=bool(config.output_logits), return_dict_in_generate=config.return_dict_in_generate)

@@ -91,6 +91,7 @@ class GenerationConfig:
     sequence_bias: Any = None
     guidance_scale: float | None = None
     low_memory: bool | None = None
+    stop_strings: str | list[str] | None = None  # not in 4.38.2: transformers 4.41's StopStringCriteria
     # outputs
     num_return_sequences: int = 1
     output_attentions: bool = False
@@ -297,6 +298,7 @@ _FIELD_RULES: dict[str, Any] = {
     "remove_invalid_values": _boolean(),
     "guidance_scale": _number(allow_none=True),
     "low_memory": _boolean(allow_none=True),
+    "stop_strings": _type_only((str, list), "a string or a list of strings"),
     "num_return_sequences": _integer(minimum=1),
     "output_attentions": _boolean(),
     "output_hidden_states": _boolean(),

@@ -33,6 +33,7 @@ import numpy as np
 __all__ = [
     "StoppingCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria", "MaxTimeCriteria",
     "StoppingCriteriaList", "validate_stopping_criteria", "pad_finished_rows", "update_unfinished", "stop_rows",
+    "EosTokenCriteria", "StopStringCriteria", "token_strings",
 ]
 
 
@@ -92,6 +93,89 @@ class MaxTimeCriteria(StoppingCriteria):
 
     def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> bool:
         return bool(time.time() - self.initial_timestamp > self.max_time)
+
+
+# ---- per-row criteria of transformers 4.40 / 4.41 (newer than the pinned 4.38.2; golden-checked against 4.41.0)
+
+
+class EosTokenCriteria(StoppingCriteria):
+    """Rows whose last token is one of ``eos_token_id``: a (N,) bool array (transformers 4.40+).
+
+    In 4.38.2 the loops do this bookkeeping themselves (:func:`update_unfinished`); 4.40 made it a
+    criterion. Passing it to a loop of refdecode gives the same tokens as the loop's own eos check.
+
+    >>> EosTokenCriteria([2, 7])(np.array([[1, 2], [2, 5], [0, 7]]), None)
+    array([ True, False,  True])
+    """
+
+    def __init__(self, eos_token_id: int | list[int]):
+        ids = [eos_token_id] if isinstance(eos_token_id, (int, np.integer)) else list(eos_token_id)
+        if not ids or any(isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0 for t in ids):
+            raise ValueError(f"`eos_token_id` has to be a non-negative integer or a non-empty list of them, "
+                             f"but is {eos_token_id!r}")
+        self.eos_token_id = np.array(ids, dtype=np.int64)
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> np.ndarray:
+        return np.isin(input_ids[:, -1], self.eos_token_id)
+
+
+def token_strings(tokenizer: object) -> list[str]:
+    """Every token id's own text (id -> str), as ``StopStringCriteria`` sees tokens.
+
+    Each token is decoded **alone** (special tokens kept), so a token holding part of a multi-byte
+    character reads as "\ufffd" (transformers decodes ``"abcdef" + token`` and strips the prefix,
+    which gives the same strings for GPT-2's byte-level BPE). Needs ``tokenizer.decode(ids)`` and
+    ``len(tokenizer)``.
+    """
+    return [tokenizer.decode([i]) for i in range(len(tokenizer))]
+
+
+class StopStringCriteria(StoppingCriteria):
+    r"""Stop a row once its text **ends with** one of ``stop_strings`` (transformers 4.41+, per row).
+
+    "Ends with" is counted in tokens: the stop string must appear in the concatenated texts of the
+    row's last tokens, and its **last character must lie in the row's last token** (that token may
+    carry more characters after it). So "\n\n" stops a row whose last token is "\n\n" or ".\n\nA",
+    but not a row that emitted "\n\n" two tokens ago. Each token's text is its own decode
+    (:func:`token_strings`). Only the last ``max(len(s))`` tokens are looked at: every token has at
+    least one character, so a stop string spans no more tokens than it has characters.
+
+    transformers 4.41 computes the same answer with a precomputed table of where each token can sit
+    inside each stop string (``_stop_string_create_embedding_vec``) and a vectorised cumulative
+    sum; refdecode checks the definition directly, row by row. Golden-checked against 4.41.0 on
+    every prefix of texts and random token sequences (``tests/golden/stop_strings.npz``).
+
+    Args:
+        tokenizer: a :class:`~refdecode.tokenizer.Tokenizer` (anything with ``decode`` and ``len``),
+            or a list of the token strings.
+        stop_strings: one string or a list of non-empty strings.
+
+    >>> strings = ["a", "b", "\n", "\n\n", "b\nc"]                         # a 5-token vocabulary
+    >>> StopStringCriteria(strings, "\n\n")(np.array([[0, 3], [2, 2], [3, 0], [0, 4]]), None)
+    array([ True,  True, False, False])
+    >>> StopStringCriteria(strings, "b\n")(np.array([[0, 4], [1, 2]]), None)     # "b\nc": the end is in the last token
+    array([ True,  True])
+    """
+
+    def __init__(self, tokenizer: object, stop_strings: str | list[str]):
+        stops = [stop_strings] if isinstance(stop_strings, str) else stop_strings
+        if not isinstance(stops, (list, tuple)) or not stops or any(not isinstance(s, str) or not s for s in stops):
+            raise ValueError(f"`stop_strings` has to be a non-empty string or a non-empty list of non-empty strings, "
+                             f"but is {stop_strings!r}")
+        self.stop_strings = tuple(stops)
+        self.strings = list(tokenizer) if isinstance(tokenizer, (list, tuple)) else token_strings(tokenizer)
+        self.window = max(len(s) for s in self.stop_strings)   # tokens to look at (>= 1 character each)
+
+    def row_is_done(self, ids: list[int]) -> bool:
+        """One row (token ids): does a stop string end inside its last token?"""
+        pieces = [self.strings[i] for i in ids[-self.window:]]
+        text, last = "".join(pieces), len(pieces[-1]) if pieces else 0
+        # every end position inside the last token: text[:end] must end with a stop string
+        return any(text[:end].endswith(stop) for end in range(len(text) - last + 1, len(text) + 1)
+                   for stop in self.stop_strings)
+
+    def __call__(self, input_ids: np.ndarray, scores: tuple | None, **kwargs: object) -> np.ndarray:
+        return np.array([self.row_is_done(row) for row in input_ids.tolist()], dtype=bool)   # (N,)
 
 
 class StoppingCriteriaList(list):

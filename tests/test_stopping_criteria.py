@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 
 import numpy as np
 import pytest
+from conftest import GOLDEN, MODELS
+
+from refdecode.generate import generate
+from refdecode.gpt2 import GPT2
+from refdecode.tokenizer import Tokenizer
 
 from refdecode.greedy import greedy_search
 from refdecode.stopping_criteria import (
+    EosTokenCriteria,
     MaxLengthCriteria,
     MaxNewTokensCriteria,
     MaxTimeCriteria,
     StoppingCriteria,
     StoppingCriteriaList,
+    StopStringCriteria,
     pad_finished_rows,
+    token_strings,
     update_unfinished,
     validate_stopping_criteria,
 )
@@ -123,3 +133,98 @@ def test_a_per_row_criterion_finishes_its_rows_in_greedy_and_beam_search():
     beams = dict(num_beams=2, max_length=6, pad_token_id=0, eos_token_id=0)
     np.testing.assert_array_equal(generate(model, np.array([[1]]), stopping_criteria=every_row, **beams),
                                   generate(model, np.array([[1]]), stopping_criteria=[lambda ids, s: ids.shape[1] >= 3], **beams))
+
+
+# ---- StopStringCriteria and EosTokenCriteria (transformers 4.41.0, newer than the pin) -------------------
+# Golden file: tools/golden/make_stop_strings_golden.py (run in a transformers 4.41.0 venv).
+
+
+@functools.cache
+def _stop_golden() -> tuple[dict, dict]:
+    with np.load(GOLDEN / "stop_strings.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    return json.loads(str(arrays.pop("meta"))), arrays
+
+
+@functools.cache
+def _shakespeare() -> tuple[Tokenizer, list[str]]:
+    tok = Tokenizer(MODELS / "tiny-shakespeare")
+    return tok, token_strings(tok)
+
+
+def _stop_cases(kind: str) -> list[dict]:
+    return [c for c in _stop_golden()[0]["cases"] if c["kind"] == kind]
+
+
+def test_stop_strings_golden_meta():
+    meta, arrays = _stop_golden()
+    assert meta["transformers"] == "4.41.0" and meta["format_version"] == 1
+    cases = _stop_cases("stop_strings")
+    stopped = sum(int(arrays[f"{c['id']}/done"].sum()) for c in cases)
+    assert len(cases) >= 100 and stopped >= 30          # prefixes that stop, and many more that do not
+
+
+@pytest.mark.parametrize("case", _stop_cases("stop_strings"), ids=lambda c: c["id"])
+def test_stop_strings_golden_on_every_prefix(case):
+    _, arrays = _stop_golden()
+    _, strings = _shakespeare()
+    ids = arrays[f"{case['id']}/ids"].astype(np.int64)
+    criteria = StopStringCriteria(strings, case["stop_strings"])
+    ours = [bool(criteria(ids[None, : t + 1], None)[0]) for t in range(len(ids))]
+    assert ours == arrays[f"{case['id']}/done"].tolist(), (case["stop_strings"], ids.tolist())
+
+
+@pytest.mark.parametrize("case", _stop_cases("eos"), ids=lambda c: c["id"])
+def test_eos_token_criteria_golden(case):
+    _, arrays = _stop_golden()
+    done = EosTokenCriteria(case["eos_token_id"])(arrays[f"{case['id']}/ids"].astype(np.int64), None)
+    assert done.dtype == bool and done.tolist() == arrays[f"{case['id']}/done"].tolist()
+
+
+@pytest.mark.parametrize("case", _stop_cases("generate"), ids=lambda c: c["id"])
+def test_generate_with_stop_strings_golden(case):
+    """Greedy on the shipped model, two prompts: a row that reaches a stop string is padded from then on (4.41)."""
+    _, arrays = _stop_golden()
+    tok, _ = _shakespeare()
+    model = GPT2.from_pretrained(MODELS / "tiny-shakespeare")
+    cid = case["id"]
+    out = generate(model, arrays[f"{cid}/input_ids"].astype(np.int64),
+                   attention_mask=arrays[f"{cid}/attention_mask"].astype(np.int64), tokenizer=tok,
+                   stop_strings=case["stop_strings"], max_new_tokens=case["max_new_tokens"], pad_token_id=tok.eos_token_id)
+    assert out.tolist() == arrays[f"{cid}/sequences"].tolist()
+
+
+def test_stop_string_through_the_tokenizer_object_and_its_definition():
+    tok, _ = _shakespeare()
+    ids = tok.encode("ROMEO:\nBut soft!\n\nJULIET")
+    criteria = StopStringCriteria(tok, ["soft!\n\n"])
+    answers = [bool(criteria(ids[None, : t + 1], None)[0]) for t in range(len(ids))]
+    texts = [tok.decode(ids[: t + 1]) for t in range(len(ids))]
+    # True exactly after the token that completes "soft!\n\n", False before and after it
+    assert answers.count(True) == 1 and texts[answers.index(True)].endswith("soft!\n\n")
+
+
+def test_single_character_stop_strings_work():
+    """transformers 4.41.0 cannot build the criteria when every stop string is one character (max() of an
+    empty sequence); refdecode answers by the same definition (docs/stopping.md)."""
+    _, strings = _shakespeare()
+    assert _stop_golden()[0]["refused_by_transformers"]            # the golden script saw 4.41.0 refuse them
+    tok, _ = _shakespeare()
+    ids = tok.encode("Hail. Hail")
+    answers = StopStringCriteria(strings, ".")
+    got = [bool(answers(ids[None, : t + 1], None)[0]) for t in range(len(ids))]
+    assert got == [tok.decode(ids[t:t + 1]).find(".") >= 0 for t in range(len(ids))]
+
+
+@pytest.mark.parametrize("bad", ["", [], [""], [3], None])
+def test_stop_strings_validated(bad):
+    with pytest.raises(ValueError, match="stop_strings"):
+        StopStringCriteria(["a"], bad)
+
+
+def test_generate_stop_strings_needs_the_tokenizer():
+    model = TableModel(np.zeros((3, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="tokenizer"):
+        generate(model, np.array([[1]]), max_new_tokens=2, stop_strings="a")
+    with pytest.raises(TypeError, match="stop_strings"):
+        generate(model, np.array([[1]]), max_new_tokens=2, stop_strings=3, tokenizer=["a", "b", "c"])
