@@ -84,7 +84,7 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
         cache.reorder(beam_idx)
         history = extend_beam_history(history, beam_idx)
         # 5) stopping: every prompt done, or a criterion fires
-        if scorer.is_done or criteria(input_ids, scores):
+        if scorer.is_done or np.all(criteria(input_ids, scores)):  # one bool, or one per row (4.39 style)
             break
         logits, attention_mask = decode_step(model, next_tokens, attention_mask, cache)
     final = scorer.finalize(input_ids, beam_scores.reshape(-1), max_length=criteria.max_length,

@@ -71,8 +71,8 @@ def _check_scores(scores) -> np.ndarray:
     if not isinstance(scores, np.ndarray) or scores.dtype != np.float32:
         kind = scores.dtype if isinstance(scores, np.ndarray) else type(scores).__name__
         raise TypeError(f"`scores` has to be a float32 numpy array of shape (batch, vocab), but is {kind}: refdecode "
-                        "computes in float32 only (its results equal transformers' float32 ones; torch's float16 "
-                        "and float64 kernels round differently), so cast with `scores.astype(np.float32)`")
+                        "computes in float32 only, the dtype of the model's logits, which is where its results are "
+                        "checked equal to transformers'; cast with `scores.astype(np.float32)`")
     if scores.ndim != 2:
         raise ValueError(f"`scores` has to have shape (batch, vocab), but has shape {scores.shape}")
     return scores

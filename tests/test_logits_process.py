@@ -443,3 +443,10 @@ def test_no_processor_mutates_its_inputs_or_returns_them(data, ngram_size):
         out = hamming_diversity_process(rows, current, g, 1.0, 4, 2)
         np.testing.assert_array_equal(rows, rows_before)
         assert not np.shares_memory(out, rows)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+def test_other_float_dtypes_are_refused_with_the_reason_and_the_fix(dtype):
+    """transformers keeps a float64/float16 dtype; refdecode refuses it and says why (float32 is what is exact)."""
+    with pytest.raises(TypeError, match=r"float32 only.*cast with `scores.astype\(np.float32\)`"):
+        RepetitionPenaltyLogitsProcessor(1.5)(np.array([[1]]), np.zeros((1, 4), dtype=dtype))

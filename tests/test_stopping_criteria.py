@@ -228,3 +228,14 @@ def test_generate_stop_strings_needs_the_tokenizer():
         generate(model, np.array([[1]]), max_new_tokens=2, stop_strings="a")
     with pytest.raises(TypeError, match="stop_strings"):
         generate(model, np.array([[1]]), max_new_tokens=2, stop_strings=3, tokenizer=["a", "b", "c"])
+
+def test_a_per_row_criterion_in_constrained_beam_search():
+    """Constrained beam search (force_words_ids) accepts a criterion answering per row too: all rows say stop = stop."""
+    from refdecode import generate
+
+    model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.3, .5, .2]], dtype=np.float32)), noise=0.3)
+    kw = dict(num_beams=2, max_length=6, pad_token_id=0, eos_token_id=0, force_words_ids=[[2]])
+    rows_at_3 = [lambda ids, s: np.full(ids.shape[0], ids.shape[1] >= 3)]
+    per_row = generate(model, np.array([[1]]), stopping_criteria=rows_at_3, **kw)
+    np.testing.assert_array_equal(per_row, generate(model, np.array([[1]]),
+                                                    stopping_criteria=[lambda ids, s: ids.shape[1] >= 3], **kw))
