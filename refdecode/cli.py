@@ -114,7 +114,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="when beam search stops (default: false)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random generator when sampling (default: 0)")
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                    help="progress bar on stderr for beam methods (default: when stderr is a terminal)")
+                    help="progress bar on stderr when the text is printed at the end: beam methods, several "
+                         "sampled sequences (default: when stderr is a terminal)")
     ap.add_argument("--version", action="version", version=f"{PROG} {__version__} (decoding of transformers 4.38.2)")
     return ap
 
@@ -178,7 +179,7 @@ class _LineStreamer(TextStreamer):
 
 
 def _check_prompt(prompt: str) -> None:
-    if not prompt.strip():
+    if prompt == "":
         raise UsageError("the prompt is empty: give some text to continue, e.g. refdecode \"ROMEO:\"")
     try:
         prompt.encode("utf-8")
@@ -210,13 +211,13 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _progress_criterion(total: int, enabled: bool | None) -> Any:
+def _progress_criterion(total: int, enabled: bool | None, label: str) -> Any:
     """A stopping criterion that never stops and advances a tqdm bar on stderr (tqdm ships with tokenizers)."""
     try:
         from tqdm import tqdm
     except ImportError:  # tqdm comes with tokenizers' huggingface_hub; without it, no bar
         return None
-    bar = tqdm(total=total, desc="beam search", unit="tok", file=sys.stderr, leave=False,
+    bar = tqdm(total=total, desc=label, unit="tok", file=sys.stderr, leave=False,
                disable=None if enabled is None else not enabled)
 
     def advance(input_ids: Any, scores: Any, **kwargs: Any) -> bool:
@@ -250,7 +251,8 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
     if streamed:
         extra["streamer"] = out.streamer = _LineStreamer(tokenizer, skip_special_tokens=True)
     else:
-        progress = _progress_criterion(config.max_new_tokens or config.max_length, args.progress)
+        progress = _progress_criterion(config.max_new_tokens or config.max_length, args.progress,
+                                       generation_mode(config).replace("_", " "))
         extra["stopping_criteria"] = [progress] if progress is not None else None
     try:
         sequences = generate(model, **inputs, seed=args.seed, **options, **extra)
