@@ -336,3 +336,13 @@ def test_array_kinds_round_trip():
     a = np.array([[0.1, -np.inf, 3.4028235e38]], dtype=np.float32)
     assert np.array_equal(F32(2).decode(json.loads(json.dumps(to_json(a)))), a)
     assert I64(1).decode([1, 2]).dtype == np.int64
+
+
+def test_non_finite_values_must_match_exactly():
+    """nan where refdecode has nan passes; -inf for +inf, or a finite value for nan, fails."""
+    from refdecode.conformance.compare import first_difference
+
+    expected = np.array([[np.nan, np.inf, -np.inf, 1.0]], dtype=np.float32)
+    assert first_difference(F32(2), expected, [["nan", "inf", "-inf", 1.0]]) is None
+    assert "differ in being finite" in first_difference(F32(2), expected, [["nan", "-inf", "-inf", 1.0]]).message
+    assert "differ in being finite" in first_difference(F32(2), expected, [[0.0, "inf", "-inf", 1.0]]).message

@@ -85,6 +85,17 @@ def _build_hypotheses() -> list[Case]:
         cases.append(Case(f"early_stopping={early}, length_penalty={penalty}, decoder_prompt_len={prompt}",
                           {"num_beams": num_beams, "length_penalty": penalty, "early_stopping": early,
                            "max_length": max_length, "calls": calls}))
+    for penalty in (0.5, 1.0, 2.0):  # "never" with length_penalty > 0: the bound uses max_length, not cur_len
+        for gen in (1, 3, 6):
+            calls = [{"op": "add", "hyp": np.array([7, 8, 9], dtype=np.int64), "sum_logprobs": -2.0,
+                      "generated_len": 2, "beam_indices": None}]
+            calls += [{"op": "is_done", "best_sum_logprobs": -2.5, "cur_len": 2 + g, "decoder_prompt_len": 2}
+                      for g in (gen, gen + 1)]
+            for early in modes:
+                cases.append(Case(f"is_done at generated length {gen}: early_stopping={early} with "
+                                  f"length_penalty={penalty} (never: max_length bounds the best attainable)",
+                                  {"num_beams": 1, "length_penalty": penalty, "early_stopping": early,
+                                   "max_length": 12, "calls": calls}))
     for early in modes:  # worst_score equal to the best attainable: done (>=)
         calls = [{"op": "add", "hyp": np.array([3, 4], dtype=np.int64), "sum_logprobs": -2.0, "generated_len": 2,
                   "beam_indices": None},

@@ -56,7 +56,8 @@ def _array_difference(kind: Kind, expected: np.ndarray, got: Any, path: str) -> 
                                     f"({len(bad)} of {expected.size} differ)", i)
         return None
     finite_e, finite_v = np.isfinite(expected), np.isfinite(value)
-    bad = np.argwhere((finite_e != finite_v) | (~finite_e & (value != expected)))
+    same_nonfinite = (value == expected) | (np.isnan(value) & np.isnan(expected))
+    bad = np.argwhere((finite_e != finite_v) | (~finite_e & ~same_nonfinite))
     if bad.size:
         i = tuple(int(x) for x in bad[0])
         return Difference(path, f"{path}{_fmt_index(i)} = {value[i]!s}, expected {expected[i]!s} "
