@@ -5,7 +5,7 @@ repository root::
 
     python3 -m venv .venv-bench
     .venv-bench/bin/pip install torch==2.13.0 && .venv-bench/bin/pip install -e ".[bench]"
-    .venv-bench/bin/python benchmarks/bench_generate.py [--rounds 3] [--threads 2]
+    .venv-bench/bin/python benchmarks/bench_generate.py [--rounds 3] [--threads 2] [--forward fast|plain]
 
 With the ``oracle`` extra instead (``.venv-oracle``, transformers 4.38.2) the same script compares against
 4.38.2, the version the golden files come from.
@@ -16,7 +16,8 @@ What it does:
    with the default ``GPT2Config`` (124M parameters), random init, float32 safetensors, then reads the file
    once so both libraries load it from the page cache.
 2) Starts one worker process per library (``bench_generate.py --worker refdecode|transformers``), so each
-   library's peak RSS is its own. Each worker loads the model (load time), then answers commands on stdin
+   library's peak RSS is its own. refdecode loads ``GPT2.from_pretrained(path, forward="fast")`` (the fast
+   forward pass, ``refdecode/fast/``; ``--forward plain`` measures the readable default instead). Each worker loads the model (load time), then answers commands on stdin
    with one JSON line each. Threads: ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=2`` and ``torch.set_num_threads(2)``.
 3) Modes, batch 1, prompt 32 random token ids, exactly 64 new tokens (``min_new_tokens = max_new_tokens = 64``):
    greedy; sampling (top_k=50, top_p=0.9, temperature=0.8); beam search with 4 beams; and prefill: a 512-token
@@ -78,13 +79,13 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
-def worker_refdecode() -> None:
+def worker_refdecode(forward: str) -> None:
     import numpy as np
 
     from refdecode import GPT2, generate
 
     t0 = time.perf_counter()
-    model = GPT2.from_pretrained(CHECKPOINT)
+    model = GPT2.from_pretrained(CHECKPOINT, forward=forward)
     load = time.perf_counter() - t0
 
     def run(mode: str) -> dict:
@@ -114,7 +115,7 @@ def worker_refdecode() -> None:
         total += sum(a.nbytes for a in p["ln_f"].values()) + p["wte"].nbytes + p["wpe"].shape[1] * 4
         return dict(bytes=total)
 
-    _serve(load, run, dict(gemv=gemv, step_bytes=step_bytes), f"numpy {np.__version__}")
+    _serve(load, run, dict(gemv=gemv, step_bytes=step_bytes), f"numpy {np.__version__}, forward={forward}")
 
 
 def worker_transformers(threads: int) -> None:
@@ -172,10 +173,11 @@ def make_checkpoint() -> None:
 
 
 class Worker:
-    def __init__(self, lib: str, threads: int) -> None:
+    def __init__(self, lib: str, threads: int, forward: str = "fast") -> None:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", lib, "--threads", str(threads)],
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", lib, "--threads", str(threads),
+                                      "--forward", forward],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
         self.hello = self._read()
 
@@ -199,7 +201,7 @@ class Worker:
 def main(args: argparse.Namespace) -> None:
     make_checkpoint()
     libs = ("refdecode", "transformers")
-    workers = {lib: Worker(lib, args.threads) for lib in libs}
+    workers = {lib: Worker(lib, args.threads, args.forward) for lib in libs}
     seconds: dict[tuple[str, str], list[float]] = {(m, lib): [] for m in MODES for lib in libs}
     tokens: dict[tuple[str, str], list[int]] = {}
     bandwidth: list[float] = []
@@ -255,10 +257,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2, help="threads for torch and for NumPy's OpenBLAS (default 2)")
+    ap.add_argument("--forward", choices=("fast", "plain"), default="fast",
+                    help="refdecode's forward pass, GPT2.from_pretrained(..., forward=...) (default: fast)")
     ap.add_argument("--worker", choices=("refdecode", "transformers"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker == "refdecode":
-        worker_refdecode()
+        worker_refdecode(args.forward)
     elif args.worker == "transformers":
         worker_transformers(args.threads)
     else:

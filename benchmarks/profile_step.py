@@ -6,13 +6,13 @@ repository root::
     OPENBLAS_NUM_THREADS=2 .venv-bench/bin/python benchmarks/profile_step.py [--cache-len 96] [--reps 20]
 
 It replays one decoding step of GPT-2-124M with a timer around each stage, calling the same functions
-``refdecode.gpt2_fast.gpt2_fast`` (what ``GPT2`` runs by default) calls (``layer_norm_``, ``linear``,
+``refdecode.fast.forward.gpt2_fast`` (what ``GPT2(..., forward="fast")`` runs) calls (``layer_norm_``, ``linear``,
 ``attention_scores``, ``softmax_``, ``gelu_new_``, the LM head ``x @ wte.T``, ``KVCache.append``), and then the search-side stages the decode loops call
 (``log_softmax``, the processors and warpers ``generate`` builds, the candidate selection, the draw,
 ``BeamSearchScorer.process``, ``KVCache.reorder``). The cache holds ``--cache-len`` tokens (96 = the end of
 a 32 + 64 run). It prints milliseconds per step for each stage, then one step with and without a KV
 cache at a long sequence (the reason the cache exists), batched vs row-by-row beams, and the plain forward
-pass (``refdecode.gpt2``) against the fast one (``refdecode.gpt2_fast``).
+pass (``refdecode.gpt2``, the default) against the fast one (``refdecode.fast``), on the same weights.
 """
 
 from __future__ import annotations
@@ -28,16 +28,24 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 import numpy as np  # noqa: E402
 
 from refdecode import GPT2, BeamSearchScorer  # noqa: E402
-from refdecode.beam_search import top_candidates, top_candidates_partitioned  # noqa: E402
+from refdecode.decode_loop import top_candidates  # noqa: E402
 from refdecode.generate import logits_processors, logits_warpers  # noqa: E402
 from refdecode.generation_config import GenerationConfig  # noqa: E402
 from refdecode.gpt2 import attention_scores  # noqa: E402
-from refdecode.gpt2_fast import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402
+from refdecode.fast.forward import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402
 from refdecode.numerics import log_softmax, softmax  # noqa: E402
-from refdecode.sampling_draw import multinomial_sparse  # noqa: E402
+from refdecode.sampling_draw import multinomial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
+
+
+def full_sort_candidates(total: np.ndarray, n: int):
+    """The first n of a stable argsort of all K*V negated scores: what top_candidates' partition avoids."""
+    batch, beams, vocab = total.shape
+    flat = total.reshape(batch, beams * vocab)
+    order = np.argsort(-flat, axis=1, kind="stable")[:, :n]
+    return np.take_along_axis(flat, order, axis=1), order // vocab, order % vocab
 
 
 class Timer:
@@ -52,7 +60,7 @@ class Timer:
 
 
 def model_step(model: GPT2, tokens: np.ndarray, cache, t: Timer) -> np.ndarray:
-    """One token per row through the model, as refdecode.gpt2_fast.gpt2_fast does it (what generate runs),
+    """One token per row through the model, as refdecode.fast.forward.gpt2_fast does it (forward="fast"),
     with a timer per stage."""
     p, c = model.params, model.config
     B, eps = tokens.shape[0], c.layer_norm_epsilon
@@ -101,20 +109,20 @@ def profile(model: GPT2, mode: str, cache_len: int, reps: int, quiet: bool = Fal
             scores = t("processors (min_new_tokens)", procs, ids, logits)
             scores = t("warpers (temperature, top-k, top-p)", warpers, ids, scores)
             probs = t("softmax + multinomial draw", softmax, scores)
-            t("softmax + multinomial draw", multinomial_sparse, probs, 1, False, rng)  # what sample() draws with
+            t("softmax + multinomial draw", multinomial, probs, 1, False, rng)  # what sample() draws with
         else:
             scores = t("log_softmax", log_softmax, logits)
             scores = t("processors (min_new_tokens)", procs, ids, scores)
             total = scores.reshape(1, 4, -1) + np.zeros((1, 4, 1), dtype=np.float32)
-            cand = t("top-2K candidates (partition + small sort)", top_candidates_partitioned, total, 8)
+            cand = t("top-2K candidates (partition + small sort)", top_candidates, total, 8)
             plain_ms.append(Timer())
-            plain_ms[-1]("plain", top_candidates, total, 8)  # the readable full sort, reported apart
+            plain_ms[-1]("plain", full_sort_candidates, total, 8)  # a stable argsort of all K*V, reported apart
             scorer = BeamSearchScorer(batch_size=1, num_beams=4, max_length=cache_len + 64)
             step = t("scorer.process", scorer.process, ids, *cand[:1], cand[2], cand[1], pad_token_id=50256,
                      eos_token_id=50256, decoder_prompt_len=cache_len - 1)
             t("cache.reorder", cache.reorder, step["next_beam_indices"])
     if plain_ms and not quiet:
-        print(f"(beam4: the plain top_candidates, a stable argsort of all K*V scores, takes "
+        print(f"(beam4: a stable argsort of all K*V scores, instead of top_candidates' partition, takes "
               f"{sum(p.ms['plain'] for p in plain_ms) / reps:.2f} ms per step)")
     return {k: v / reps for k, v in t.ms.items()}
 
@@ -159,8 +167,9 @@ def batched_vs_row_by_row(model: GPT2, cache_len: int, rows: int = 4, reps: int 
 
 
 def plain_vs_fast(model: GPT2, seq_len: int = 512, rows: int = 4, reps: int = 5) -> dict[str, tuple[float, float]]:
-    """ms of the plain forward (``fast=False``, refdecode.gpt2.gpt2) and the fast one (refdecode.gpt2_fast),
-    alternating: a ``seq_len``-token prefill (logits_to_keep=1), a 1-row and a ``rows``-row decoding step."""
+    """ms of the plain forward (``forward="plain"``, refdecode.gpt2.gpt2) and the fast one (refdecode.fast) on the
+    same weights, alternating: a ``seq_len``-token prefill (logits_to_keep=1), a 1-row and a ``rows``-row
+    decoding step."""
     rng = np.random.default_rng(3)
     prompt = rng.integers(0, model.config.vocab_size, size=(1, seq_len), dtype=np.int64)
     best = {k: [float("inf"), float("inf")] for k in ("prefill", "step1", f"step{rows}")}
@@ -168,18 +177,17 @@ def plain_vs_fast(model: GPT2, seq_len: int = 512, rows: int = 4, reps: int = 5)
     for n in (1, rows):
         caches[n] = model.new_cache(n, 97)
         model(np.tile(prompt[:, :96], (n, 1)), past_key_values=caches[n], logits_to_keep=1)
+    models = [GPT2(model.config, model.params, forward=forward) for forward in ("plain", "fast")]
     for _ in range(reps):
-        for j, fast in enumerate((False, True)):
-            model.fast = fast
+        for j, m in enumerate(models):
             t0 = time.perf_counter()
-            model(prompt, logits_to_keep=1)
+            m(prompt, logits_to_keep=1)
             best["prefill"][j] = min(best["prefill"][j], time.perf_counter() - t0)
             for n in (1, rows):
                 t0 = time.perf_counter()
-                model(np.tile(prompt[:, 96:97], (n, 1)), past_key_values=caches[n])
+                m(np.tile(prompt[:, 96:97], (n, 1)), past_key_values=caches[n])
                 best[f"step{n}"][j] = min(best[f"step{n}"][j], time.perf_counter() - t0)
                 caches[n].length -= 1
-    model.fast = True
     return {k: (1e3 * a, 1e3 * b) for k, (a, b) in best.items()}
 
 
@@ -188,7 +196,7 @@ def main() -> None:
     ap.add_argument("--cache-len", type=int, default=96)
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
-    model = GPT2.from_pretrained(CHECKPOINT)
+    model = GPT2.from_pretrained(CHECKPOINT, forward="fast")
     results = {}
     for mode in ("greedy", "sampling", "beam4"):
         profile(model, mode, args.cache_len, 2, quiet=True)  # warm-up
@@ -208,7 +216,7 @@ def main() -> None:
     a, b = batched_vs_row_by_row(model, args.cache_len)
     print(f"\n4 beams, one step: batched as one (4, E) pass {a:.1f} ms, row by row (4 passes) {b:.1f} ms "
           f"-> {b / a:.2f}x")
-    print("\n| forward pass | plain (refdecode.gpt2) ms | fast (refdecode.gpt2_fast) ms | speed-up |")
+    print("\n| forward pass | plain (refdecode.gpt2) ms | fast (refdecode.fast) ms | speed-up |")
     print("|---|---:|---:|---:|")
     for name, (plain, fast) in plain_vs_fast(model).items():
         label = {"prefill": "prefill, 512-token prompt", "step1": "decoding step, 1 row"}.get(name, "decoding step, 4 rows")

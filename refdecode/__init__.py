@@ -3,14 +3,19 @@ r"""refdecode: how a language model turns logits into text, in NumPy, exact to t
 The pipeline, one module per stage::
 
     prompt ──tokenizer.py──▶ input_ids (B, T) int64
-           ──gpt2.py + kv_cache.py──▶ logits (B, T, V) float32   (gpt2_fast.py: the same, faster; the default)
+           ──model.py: gpt2.py + kv_cache.py──▶ logits (B, T, V) float32   (fast/: the same, faster; opt-in)
            ──logits_process.py / logits_warp.py──▶ scores (B, V) float32
              (more: token_constraints.py, prompt_penalties.py, length_penalties.py, score_cleanup.py,
               entropy_warpers.py)
-           ──greedy.py / sampling.py / beam_search.py / group_beam_search.py──▶ next tokens
+           ──greedy.py / sampling.py / beam_search.py / group_beam_search.py / ...──▶ next tokens
              (assisted_decoding.py + candidate_generator.py: several drafted tokens checked per model call)
+             (siblings: each imports decode_loop.py, the model calls and bookkeeping they share)
            ──stopping_criteria.py──▶ done?
            ──generate.py──▶ sequences (B*R, T_out) int64 (+ scores, beam indices)
+
+The imports form layers, with no cycle (tests/test_layering.py checks them): the forward passes
+(gpt2.py, fast/) import nothing of generation, fast/ imports gpt2.py and never the reverse, and the
+decode loops are siblings that import decode_loop.py, never each other.
 
 Shape letters used in every comment of the package:
 
@@ -34,7 +39,7 @@ from .tokenizer import BatchEncoding, Tokenizer
 # 2  tokens -> logits
 from .config import GPT2Config
 from .kv_cache import KVCache
-from .gpt2 import GPT2
+from .model import GPT2
 
 # 3  logits -> processed scores
 from .numerics import log_softmax, softmax

@@ -34,12 +34,10 @@ import numpy as np
 
 from . import sampling_draw
 from .candidate_generator import AssistedCandidateGenerator, extend_mask
+from .decode_loop import check_no_nan, loop_defaults, make_rng, model_capacity
 from .generation_output import GenerateDecoderOnlyOutput
-from .greedy import check_no_nan, loop_defaults
 from .logits_process import LogitsProcessorList
-from .model_steps import model_capacity
 from .numerics import softmax
-from .sampling import make_rng
 
 __all__ = ["assisted_decoding", "verify", "count_matches", "speculative_sampling", "uniform"]
 
@@ -158,7 +156,7 @@ def assisted_decoding(model: Any, input_ids: np.ndarray, candidate_generator: An
         raise ValueError("If `eos_token_id` is defined, make sure that `pad_token_id` is defined.")
     if input_ids.shape[0] != 1:
         raise ValueError(f"assisted generate is only supported for batch_size = 1, got {input_ids.shape[0]} rows")
-    rng, draw = make_rng(rng, seed), draw if draw is not None else sampling_draw.multinomial_sparse
+    rng, draw = make_rng(rng, seed), draw if draw is not None else sampling_draw.multinomial
     scores = () if (return_dict_in_generate and output_scores) else None
     raw_logits = () if (return_dict_in_generate and output_logits) else None
     max_len, n_positions = criteria.max_length, int(model.config.n_positions)

@@ -106,15 +106,15 @@ class BeamHypotheses:
     def __len__(self) -> int:
         return len(self.beams)
 
-    def add(self, hyp: np.ndarray, sum_logprobs: float, beam_indices: tuple[int, ...] | None = None,
-            generated_len: int | None = None) -> None:
+    def add(self, hyp: np.ndarray, sum_logprobs: float, beam_indices: tuple[int, ...] | None = None, *,
+            generated_len: int) -> None:
         """Score ``hyp`` (its tokens, eos not included) and keep it if it is among the best ``num_beams``.
 
-        ``generated_len=None`` divides by the whole ``hyp`` length (transformers' pre-4.36 rule,
-        kept for callers that do not pass it).
+        ``generated_len``: the tokens generated after the prompt, the length the penalty divides by
+        (transformers 4.38.2 also accepts None, dividing by the whole ``hyp`` length, its pre-4.36
+        rule; no caller of 4.38.2 or of refdecode passes None, so refdecode requires it).
         """
-        length = generated_len if generated_len is not None else hyp.shape[-1]
-        score = float(sum_logprobs) / _length_factor(length, self.length_penalty)
+        score = float(sum_logprobs) / _length_factor(generated_len, self.length_penalty)
         if len(self) < self.num_beams or score > self.worst_score:
             self.beams.append((score, hyp, beam_indices))
             if len(self) > self.num_beams:
@@ -289,15 +289,16 @@ class BeamSearchScorer:
         return {"next_beam_scores": out_scores.reshape(-1), "next_beam_tokens": out_tokens.reshape(-1),
                 "next_beam_indices": out_rows.reshape(-1)}
 
-    def finalize(self, input_ids: np.ndarray, final_beam_scores: np.ndarray, final_beam_tokens: np.ndarray | None,
-                 final_beam_indices: np.ndarray | None, max_length: int | None, pad_token_id: int | None = None,
+    def finalize(self, input_ids: np.ndarray, final_beam_scores: np.ndarray, max_length: int | None,
+                 pad_token_id: int | None = None,
                  eos_token_id: int | list[int] | None = None, beam_indices: Any = None,
                  decoder_prompt_len: int = 0) -> dict[str, np.ndarray | None]:
         r"""Add the running beams of unfinished prompts, pick the best, pad into one array.
 
         Args:
             input_ids: int64 (B*K, T) running beams; ``final_beam_scores`` float32 (B*K,) their scores.
-            final_beam_tokens, final_beam_indices: unused (kept for transformers' signature).
+                (transformers' two unused parameters after these, ``final_beam_tokens`` and
+                ``final_beam_indices``, are left out: a call ported from it drops its ``None, None``.)
             max_length: cap of the output width (``stopping_criteria.max_length``), or None.
             beam_indices: per row of ``input_ids`` (row ``b*K + g*group_size + j``), the history, or None.
 

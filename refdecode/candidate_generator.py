@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from .decode_loop import check_no_nan
 from .generation_config import model_generation_config
-from .greedy import check_no_nan
 from .numerics import softmax
 
 __all__ = ["PromptLookupCandidateGenerator", "AssistedCandidateGenerator", "prompt_lookup", "draft", "extend_mask"]

@@ -26,10 +26,8 @@ Why reading is the default: decoding GPT-2 124M streams all 500 MB of weights ev
 measurements with ``benchmarks/bench_model.py`` (1 thread) gave ~10% more tokens/s with
 weights in anonymous memory (NumPy asks the kernel for transparent huge pages there; page-cache
 pages of a mapped file are 4 kB), for ~0.4 s more load time (from the page cache).
-When reading, every 2-D weight (``wte``, an untied ``lm_head``, the Conv1D weights ``c_attn``, ``c_proj``,
-``c_fc``) is stored column-major (:func:`read_tensor_column_major`): the same values, laid out so that the
-LM head ``x @ wte.T`` streams one contiguous matrix and the few-row products of
-:func:`refdecode.gpt2_fast.linear` can take ``(W^T @ x^T)^T``, which OpenBLAS runs faster for 1-16 rows.
+The fast forward pass reads the 2-D weights into another layout (column-major); that loader is
+:func:`refdecode.fast.layout.load_params_column_major`, built on :func:`checked_tensors` below.
 
 Two layouts are found in the wild and both are accepted:
 
@@ -64,8 +62,8 @@ import numpy as np
 from .config import GPT2Config
 from .validation import check_allocation, describe, is_integer
 
-__all__ = ["TensorInfo", "read_header", "read_tensor", "read_tensor_column_major", "transpose_into", "to_float32",
-           "expected_shapes", "load_params", "nest"]
+__all__ = ["TensorInfo", "read_header", "read_tensor", "to_float32", "expected_shapes", "checked_tensors",
+           "load_params", "nest"]
 
 # safetensors dtype -> (numpy dtype of the stored bytes, item size)
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "F64": np.dtype("<f8"),
@@ -176,52 +174,6 @@ def read_tensor(path: str | Path, info: TensorInfo, mmap: bool = False) -> np.nd
     return np.fromfile(path, dtype=dtype, count=info.nbytes // dtype.itemsize, offset=info.offset).reshape(info.shape)
 
 
-def read_tensor_column_major(path: str | Path, info: TensorInfo, rows_per_read: int = 4096) -> np.ndarray:
-    """A 2-D F32 tensor (V, E) read into column-major storage: the same values, kept in memory as (E, V) rows.
-
-    Why: the tied LM head computes ``x @ wte.T`` every step. With ``wte`` column-major, ``wte.T`` is a
-    C-contiguous (E, V) matrix and the product is one gemv streaming it front to back (GPT-2 124M, 2
-    threads: 4.8 ms instead of 6.4 ms per token, and 11.6 ms instead of 19.5 ms for 4 beams; see
-    benchmarks/README.md). The embedding lookup ``wte[ids]`` then gathers T strided rows, which costs
-    nothing next to it. Blocks of ``rows_per_read`` rows are read and written transposed, so only one
-    full copy of the matrix is ever in memory.
-
-    >>> import tempfile
-    >>> from safetensors.numpy import save_file
-    >>> path = Path(tempfile.mkdtemp()) / "w.safetensors"
-    >>> save_file({"w": np.arange(6, dtype=np.float32).reshape(3, 2)}, str(path))
-    >>> w = read_tensor_column_major(path, read_header(path)["w"], rows_per_read=2)
-    >>> w.tolist(), w.flags.f_contiguous
-    ([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], True)
-    """
-    V, E = info.shape
-    out = np.empty((E, V), dtype=np.float32)  # (E, V) row-major == (V, E) column-major
-    with open(path, "rb") as f:
-        for start in range(0, V, rows_per_read):
-            n = min(rows_per_read, V - start)
-            f.seek(info.offset + 4 * start * E)
-            transpose_into(out[:, start : start + n], np.fromfile(f, dtype=np.float32, count=n * E).reshape(n, E))
-    return out.T  # (V, E), a view
-
-
-def transpose_into(out: np.ndarray, a: np.ndarray, tile: int = 64) -> None:
-    """``out[...] = a.T`` in square tiles; a (R, C) -> out (C, R).
-
-    Why tiles: ``out[...] = a.T`` walks one of the two arrays with a stride of a whole row, so every
-    element costs a cache miss; 64 x 64 tiles (16 kB) are read and written while they sit in the L1 cache
-    (a (768, 3072) float32 matrix: 15 ms -> 2.3 ms; GPT-2's wte: 330 -> 55 ms).
-
-    >>> out = np.empty((3, 2), dtype=np.float32)
-    >>> transpose_into(out, np.arange(6, dtype=np.float32).reshape(2, 3), tile=2)
-    >>> out.tolist()
-    [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
-    """
-    R, C = a.shape
-    for i in range(0, R, tile):
-        for j in range(0, C, tile):
-            out[j : j + tile, i : i + tile] = a[i : i + tile, j : j + tile].T
-
-
 def to_float32(dtype: str, raw: np.ndarray) -> np.ndarray:
     """One stored tensor -> float32: F32 stays a view (no copy); F16 is upcast; BF16 is widened bitwise.
 
@@ -272,13 +224,8 @@ def _expected_items(config: GPT2Config) -> Iterator[tuple[str, tuple[int, ...]]]
         yield "lm_head.weight", (config.vocab_size, E)
 
 
-def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dict[str, Any]:
-    """Read ``model.safetensors`` (either layout) into the nested float32 parameter dict described above.
-
-    Args:
-        path: the ``model.safetensors`` file.
-        config: says which tensors and shapes to expect.
-        mmap: F32 tensors are read into memory (False) or become views of the memory-mapped file (True).
+def checked_tensors(path: str | Path, config: GPT2Config) -> dict[str, TensorInfo]:
+    """Where each weight GPT-2 needs lies in ``model.safetensors`` (either layout), by hub name; nothing is read.
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -312,28 +259,24 @@ def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dic
             raise ValueError(f"{path}: tensor {name!r} has shape {by_name[name].shape}, expected {shape}")
     unexpected = sorted(k for k in by_name if k not in shapes and not _BUFFER.fullmatch(k))
     if unexpected:
-        warnings.warn(f"{path}: ignoring {len(unexpected)} unexpected tensors: {unexpected[:5]}", stacklevel=2)
+        warnings.warn(f"{path}: ignoring {len(unexpected)} unexpected tensors: {unexpected[:5]}", stacklevel=3)
+    return {name: by_name[name] for name in shapes}
+
+
+def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dict[str, Any]:
+    """Read ``model.safetensors`` (either layout) into the nested float32 parameter dict described above.
+
+    Args:
+        path: the ``model.safetensors`` file.
+        config: says which tensors and shapes to expect.
+        mmap: F32 tensors are read into memory (False) or become views of the memory-mapped file (True).
+
+    Raises: as :func:`checked_tensors`.
+    """
     # 3) read and convert one tensor at a time, so two full copies of the weights never coexist
-    #    (2-D weights column-major unless memory-mapped: same values, see the module docstring)
-    flat = {name: _read(path, name, by_name[name], mmap) for name in shapes}
+    flat = {name: to_float32(info.dtype, read_tensor(path, info, mmap))
+            for name, info in checked_tensors(path, config).items()}
     return nest(flat)
-
-
-def _read(path: Path, name: str, info: TensorInfo, mmap: bool) -> np.ndarray:
-    """One tensor as float32: 2-D weights column-major when read into memory, else as stored."""
-    column_major = not mmap and _MATRIX.fullmatch(name) is not None and info.nbytes > 0
-    if column_major and info.dtype == "F32":
-        return read_tensor_column_major(path, info)  # no second copy of the matrix
-    tensor = to_float32(info.dtype, read_tensor(path, info, mmap))
-    if not column_major:
-        return tensor
-    out = np.empty(tensor.shape[::-1], dtype=np.float32)  # F16/BF16: upcast, then reorder
-    transpose_into(out, tensor)
-    return out.T
-
-
-#: The tensors load_params stores column-major: the LM head matrices and the Conv1D weights.
-_MATRIX = re.compile(r"wte\.weight|lm_head\.weight|h\.\d+\.(attn|mlp)\.c_(attn|proj|fc)\.weight")
 
 
 def nest(flat: dict[str, np.ndarray]) -> dict[str, Any]:

@@ -190,7 +190,7 @@ def _check_prompt(prompt: str) -> None:
 
 def _load(model_dir: Path) -> tuple[Any, Any]:
     """The model and its tokenizer; any failure is the directory's fault: a UsageError naming it."""
-    from .gpt2 import GPT2
+    from .model import GPT2
     from .tokenizer import Tokenizer
 
     if not model_dir.is_dir():

@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .beam_search import beam_output, extend_beam_history, top_candidates
 from .constrained_beam_scorer import ConstrainedBeamSearchScorer
+from .decode_loop import (check_beam_rows, check_no_nan, collect, decode_step, finish_beams, follow_beams, loop_defaults,
+                          model_capacity, prefill, step_records, top_candidates)
 from .generation_output import GenerateBeamDecoderOnlyOutput
-from .greedy import check_no_nan, loop_defaults
-from .model_steps import decode_step, model_capacity, prefill
 from .numerics import log_softmax
 
 __all__ = ["constrained_beam_search"]
@@ -54,40 +53,29 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
     logits_processor, criteria, pad_token_id, eos = loop_defaults(
         model, logits_processor, stopping_criteria, max_length, pad_token_id, eos_token_id)
     scorer = constrained_beam_scorer
-    if input_ids.shape[0] != scorer.batch_size * scorer.num_beams:
-        raise ValueError(f"Batch dimension of `input_ids` should be {scorer.batch_size * scorer.num_beams}, "
-                         f"but is {input_ids.shape[0]}.")
+    check_beam_rows(input_ids, scorer)
     batch, beams, prompt_len = scorer.batch_size, scorer.num_beams, input_ids.shape[1]
     n_candidates = max(2, 1 + len(eos or [])) * beams
     beam_scores = np.zeros((batch, beams), dtype=np.float32)  # (B, K)
     beam_scores[:, 1:] = -1e9                                # only beam 0 of each prompt is live at first
-    scores = () if (return_dict_in_generate and output_scores) else None
-    raw_logits = () if (return_dict_in_generate and output_logits) else None
+    scores, raw_logits = step_records(return_dict_in_generate, output_scores, output_logits)
     history = np.zeros((input_ids.shape[0], 0), dtype=np.int64) if scores is not None else None  # (B*K, steps)
     # 1) model call: the prompt once per distinct prompt, cache expanded to the K beams
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while True:
         # 2) processors on the log-probabilities, plus the running scores: every token's total (B*K, V)
-        processed = logits_processor(input_ids, log_softmax(logits))
-        check_no_nan(processed, input_ids.shape[1])
+        processed = check_no_nan(logits_processor(input_ids, log_softmax(logits)), input_ids.shape[1])
         all_vocab = processed + beam_scores.reshape(-1, 1)                      # (B*K, V)
-        scores = scores + (all_vocab,) if scores is not None else None      # 4.38.2 records the totals here
-        raw_logits = raw_logits + (logits,) if raw_logits is not None else None
+        scores, raw_logits = collect(scores, all_vocab), collect(raw_logits, logits)  # 4.38.2 records the totals
         # 3) selection: top candidates, then the scorer adds forced ones and keeps K by banks
         cand_scores, cand_beams, cand_tokens = top_candidates(all_vocab.reshape(batch, beams, -1), n_candidates)
         step = scorer.process(input_ids, cand_scores, cand_tokens, cand_beams, all_vocab, pad_token_id=pad_token_id,
                               eos_token_id=eos, beam_indices=history, decoder_prompt_len=prompt_len)
-        beam_scores = step["next_beam_scores"].reshape(batch, beams)           # (B*K,) -> (B, K)
-        beam_idx, next_tokens = step["next_beam_indices"], step["next_beam_tokens"]
         # 4) bookkeeping: reorder ids, cache and history
-        input_ids = np.concatenate([input_ids[beam_idx], next_tokens[:, None]], axis=1)  # (B*K, T+1)
-        cache.reorder(beam_idx)
-        history = extend_beam_history(history, beam_idx)
+        input_ids, beam_scores, history = follow_beams(step, input_ids, history, cache, batch)
         # 5) stopping: every prompt done, or a criterion fires
         if scorer.is_done or np.all(criteria(input_ids, scores)):  # one bool, or one per row (4.39 style)
             break
-        logits, attention_mask = decode_step(model, next_tokens, attention_mask, cache)
-    final = scorer.finalize(input_ids, beam_scores.reshape(-1), max_length=criteria.max_length,
-                            pad_token_id=pad_token_id, eos_token_id=eos, beam_indices=history,
-                            decoder_prompt_len=prompt_len)
-    return beam_output(final, scores, raw_logits, cache, return_dict_in_generate, output_scores)
+        logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
+    return finish_beams(scorer, input_ids, beam_scores, history, criteria.max_length, pad_token_id, eos, prompt_len,
+                        (scores, raw_logits), cache, return_dict_in_generate, output_scores)

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .logits_process import _check_scores, _is_int, _is_real
-from .logits_warp import LogitsWarper, _check_filter_value
+from .logits_warp import LogitsWarper
 from .numerics import log_softmax, softmax
+from .validation import check_filter_value, check_scores, is_integer, is_number
 
 __all__ = [
     "typical_warp",
@@ -83,7 +83,7 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     >>> typical_warp(s, 0.5)              # d = [0.52, 0.18, 0.69, 1.09]: token 1, then 0 (mass 0.75)
     array([[-0.6931472, -1.3862944,       -inf,       -inf]], dtype=float32)
     """
-    vocab = _check_scores(scores).shape[1]
+    vocab = check_scores(scores).shape[1]
     logp = log_softmax(scores)
     distance = np.abs(-logp - _entropy(logp))  # (B, V)
     order = np.argsort(distance, axis=-1, kind="stable")  # ascending; NaN (all -inf row) last
@@ -111,7 +111,7 @@ def epsilon_warp(scores: np.ndarray, epsilon: float, filter_value: float = -floa
     >>> np.isfinite(epsilon_warp(s, 0.9, min_tokens_to_keep=2))   # none reach 0.9: the best 2 stay
     array([[ True,  True, False, False]])
     """
-    _check_scores(scores)
+    check_scores(scores)
     remove = _keep_top(scores, softmax(scores) < np.float32(epsilon), min_tokens_to_keep)
     return np.where(remove, np.float32(filter_value), scores)
 
@@ -134,7 +134,7 @@ def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("i
     >>> np.isfinite(eta_warp(s, 0.1))
     array([[ True,  True, False, False]])
     """
-    if not (np.isfinite(_check_scores(scores)).any(axis=-1) & ~np.isnan(scores).any(axis=-1)).all():
+    if not (np.isfinite(check_scores(scores)).any(axis=-1) & ~np.isnan(scores).any(axis=-1)).all():
         raise ValueError("eta sampling needs a distribution in every row, but `scores` has a row that is all -inf "
                          "or holds NaN (torch's Categorical refuses it too)")
     logp = np.maximum(log_softmax(scores), np.finfo(np.float32).min)  # Categorical clamps -inf
@@ -162,7 +162,7 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
     >>> np.isfinite(min_p_warp(s, 0.2))          # threshold 0.1: 0.08 goes
     array([[ True,  True,  True, False]])
     """
-    _check_scores(scores)
+    check_scores(scores)
     probs = softmax(scores)
     remove = probs < np.float32(min_p) * probs.max(axis=-1, keepdims=True)  # (B, V)
     order = np.argsort(-scores, axis=-1, kind="stable")[:, :min_tokens_to_keep]  # the m best, stable
@@ -175,14 +175,14 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
 
 
 def _check_min_tokens_to_keep(value) -> int:
-    if not _is_int(value) or value < 1:
+    if not is_integer(value) or value < 1:
         raise ValueError(f"`min_tokens_to_keep` has to be a positive integer (>= 1), but is {value!r}")
     return int(value)
 
 
 def _check_open_unit(name: str, value) -> float:
     """A real number strictly between 0 and 1 (NaN refused)."""
-    if not _is_real(value) or not 0.0 < value < 1.0:
+    if not is_number(value) or not 0.0 < value < 1.0:
         raise ValueError(f"`{name}` has to be a float > 0 and < 1, but is {value!r}")
     return float(value)
 
@@ -192,7 +192,7 @@ class TypicalLogitsWarper(LogitsWarper):
 
     def __init__(self, mass: float = 0.9, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         self.mass = _check_open_unit("typical_p", mass)
-        self.filter_value = _check_filter_value(filter_value)
+        self.filter_value = check_filter_value(filter_value)
         self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
 
     def __call__(self, input_ids, scores, **kwargs):
@@ -204,7 +204,7 @@ class EpsilonLogitsWarper(LogitsWarper):
 
     def __init__(self, epsilon: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         self.epsilon = _check_open_unit("epsilon_cutoff", epsilon)
-        self.filter_value = _check_filter_value(filter_value)
+        self.filter_value = check_filter_value(filter_value)
         self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
 
     def __call__(self, input_ids, scores, **kwargs):
@@ -216,7 +216,7 @@ class EtaLogitsWarper(LogitsWarper):
 
     def __init__(self, epsilon: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         self.epsilon = _check_open_unit("eta_cutoff", epsilon)
-        self.filter_value = _check_filter_value(filter_value)
+        self.filter_value = check_filter_value(filter_value)
         self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
 
     def __call__(self, input_ids, scores, **kwargs):
@@ -227,10 +227,10 @@ class MinPLogitsWarper(LogitsWarper):
     """Min-p sampling (transformers 4.41+); see :func:`min_p_warp`. ``min_p`` in [0, 1]."""
 
     def __init__(self, min_p: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
-        if not _is_real(min_p) or not 0.0 <= min_p <= 1.0:
+        if not is_number(min_p) or not 0.0 <= min_p <= 1.0:
             raise ValueError(f"`min_p` has to be a float in the [0, 1] interval, but is {min_p!r}")
         self.min_p = float(min_p)
-        self.filter_value = _check_filter_value(filter_value)
+        self.filter_value = check_filter_value(filter_value)
         self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
 
     def __call__(self, input_ids, scores, **kwargs):

@@ -38,6 +38,7 @@ from .beam_scorer import BeamSearchScorer
 from .beam_search import beam_sample, beam_search
 from .constrained_beam_scorer import ConstrainedBeamSearchScorer
 from .constrained_beam_search import constrained_beam_search
+from .decode_loop import make_rng
 from .constraints import constraints_from_config
 from .generation_config import GenerationConfig, generation_mode, length_warnings, model_generation_config
 from .greedy import greedy_search
@@ -59,7 +60,7 @@ from .prompt_penalties import (
     EncoderRepetitionPenaltyLogitsProcessor,
     UnbatchedClassifierFreeGuidanceLogitsProcessor,
 )
-from .sampling import make_rng, sample
+from .sampling import sample
 from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
 from .token_constraints import (
     ForcedBOSTokenLogitsProcessor,

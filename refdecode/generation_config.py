@@ -30,12 +30,15 @@ from typing import Any
 
 from .validation import (
     ArgumentTypeError,
+    bad_words_bias,
     check_boolean,
     check_choice,
     check_float,
     check_integer,
     check_probability,
+    check_sequence_bias,
     check_token_ids,
+    check_token_list,
     describe,
     read_json_file,
 )
@@ -352,8 +355,6 @@ def _check_processor_fields(c: GenerationConfig) -> None:
     transformers 4.38.2 checks most of these only when it builds the processor (and ignores
     ``epsilon_cutoff`` / ``eta_cutoff`` outside (0, 1)); refdecode checks them here, whatever the mode.
     """
-    from .token_constraints import _bad_words_bias, _check_sequence_bias, _check_token_list
-
     def real(name: str, ok, allowed: str) -> None:
         v = getattr(c, name)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(v)):
@@ -369,11 +370,11 @@ def _check_processor_fields(c: GenerationConfig) -> None:
         raise ValueError("`forced_eos_token_id` has to be a token id or a non-empty list of them, but is []")
     for name in ("suppress_tokens", "begin_suppress_tokens"):
         if getattr(c, name) is not None:
-            _check_token_list(name, getattr(c, name))
+            check_token_list(name, getattr(c, name))
     if c.bad_words_ids is not None:
-        _bad_words_bias(c.bad_words_ids, None)
+        bad_words_bias(c.bad_words_ids, None)
     if c.sequence_bias is not None:
-        _check_sequence_bias(c.sequence_bias)
+        check_sequence_bias(c.sequence_bias)
     pair = c.exponential_decay_length_penalty
     if pair is not None and (not isinstance(pair, (tuple, list)) or len(pair) != 2 or isinstance(pair[0], bool)
                              or not isinstance(pair[0], int) or pair[0] < 0 or isinstance(pair[1], bool)

@@ -11,33 +11,31 @@ attention, eval mode), written as picoGPT-style pure functions whose parameters 
 names (``wte``, ``ln_1``, ``c_attn``, ``c_proj``, ...), so loading is a dict walk::
 
     x   = wte[input_ids] + wpe[position_ids]                       # (B, T, E)
-    x   = x + attn(ln_1(x))            for each of the L blocks    # causal self-attention, KV cache
-    x   = x + mlp(ln_2(x))                                         # E -> n_inner -> E
+    x   = x + mha(ln_1(x))             for each of the L blocks    # causal self-attention, KV cache
+    x   = x + ffn(ln_2(x))                                         # E -> n_inner -> E
     logits = ln_f(x) @ wte.T                                       # (B, T, V), LM head tied to wte
 
 Everything is float32: constants are Python floats or ``np.float32`` (NumPy 2 promotes
 ``float32_array / np.float64(8.0)`` to float64), and nothing here is computed in float64.
 
-Docs: docs/gpt2.md.
+This is the forward pass to read, and the one :class:`refdecode.model.GPT2` runs unless it is made with
+``forward="fast"``: :mod:`refdecode.fast` has the same contract with fewer passes over memory, and imports
+this module, never the reverse. Docs: docs/gpt2.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from .checkpoint import load_params
 from .config import GPT2Config
-from .generation_config import GenerationConfig
 from .kv_cache import KVCache
 from .numerics import ACT2FN, softmax
 
 __all__ = [
-    "GPT2", "CausalLMOutput", "layer_norm", "conv1d", "mlp", "attention_scores", "attend", "attn", "block", "gpt2",
-    "default_position_ids", "padding_bias", "MASK_MIN",
+    "layer_norm", "linear", "ffn", "attention_scores", "attend", "mha", "block", "gpt2", "default_position_ids",
+    "padding_bias", "MASK_MIN",
 ]
 
 #: torch.finfo(torch.float32).min, the value transformers writes into masked attention scores.
@@ -63,8 +61,8 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     return (x - mean) / np.sqrt(var + eps) * weight + bias
 
 
-def conv1d(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """transformers' ``Conv1D`` (a linear layer stored input-major): ``x @ weight + bias``.
+def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """A linear layer, transformers' ``Conv1D`` (weights stored input-major): ``x @ weight + bias``.
 
     x float32 (N, E_in), weight (E_in, E_out), bias (E_out,) -> (N, E_out). Callers flatten batch and
     sequence into N so each layer is one 2-D matrix product.
@@ -72,9 +70,12 @@ def conv1d(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     return x @ weight + bias  # (N, E_in) @ (E_in, E_out) -> (N, E_out)
 
 
-def mlp(x: np.ndarray, c_fc: dict, c_proj: dict, act: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """GPT2MLP: ``c_proj(act(c_fc(x)))``; x float32 (N, E) -> (N, n_inner) -> (N, E)."""
-    return conv1d(act(conv1d(x, **c_fc)), **c_proj)
+def ffn(x: np.ndarray, c_fc: dict, c_proj: dict, act: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The feed-forward network, transformers' GPT2MLP: ``c_proj(act(c_fc(x)))``.
+
+    x float32 (N, E) -> (N, n_inner) -> (N, E).
+    """
+    return linear(act(linear(x, **c_fc)), **c_proj)
 
 
 def padding_bias(attention_mask: np.ndarray) -> np.ndarray:
@@ -147,33 +148,35 @@ def attend(w: np.ndarray, v: np.ndarray, pad_bias: np.ndarray | None) -> np.ndar
     return softmax(w, axis=-1) @ v  # (B, H, T, S+T) @ (B, H, S+T, D) -> (B, H, T, D)
 
 
-def attn(x: np.ndarray, c_attn: dict, c_proj: dict, *, shape: tuple[int, int], layer: int,
-         cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
-    """GPT2Attention: fused qkv projection, heads, cache append, attention, output projection.
+def mha(x: np.ndarray, c_attn: dict, c_proj: dict, *, shape: tuple[int, int], layer: int,
+        cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
+    """Multi-head causal self-attention, transformers' GPT2Attention: fused qkv projection, heads, cache append,
+    attention, output projection.
 
     x float32 (B*T, E) -> (B*T, E); ``shape`` is (B, T). The T new keys/values of this layer are written
     into ``cache`` at position S (``cache.length``); the caller advances the cache after the last layer.
     """
     B, T = shape
     E, H = x.shape[-1], config.n_head
-    qkv = conv1d(x, **c_attn)  # (B*T, E) -> (B*T, 3E), one matmul for q, k and v
+    qkv = linear(x, **c_attn)  # (B*T, E) -> (B*T, 3E), one matmul for q, k and v
     qkv = qkv.reshape(B, T, 3, H, E // H).transpose(2, 0, 3, 1, 4)  # -> (3, B, H, T, D)
     k, v = cache.append(layer, qkv[1], qkv[2])  # -> (B, H, S+T, D) each, views of the cache
     out = attend(attention_scores(qkv[0], k, layer, config), v, pad_bias)  # (B, H, T, D)
     out = out.transpose(0, 2, 1, 3).reshape(B * T, E)  # merge heads: (B, H, T, D) -> (B*T, E)
-    return conv1d(out, **c_proj)  # (B*T, E)
+    return linear(out, **c_proj)  # (B*T, E)
 
 
 def block(x: np.ndarray, ln_1: dict, attn: dict, ln_2: dict, mlp: dict, *, layer: int, shape: tuple[int, int],
           cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
-    """GPT2Block (pre-LayerNorm residual block); x float32 (B*T, E) -> (B*T, E)."""
+    """GPT2Block (pre-LayerNorm residual block); x float32 (B*T, E) -> (B*T, E).
+
+    The parameters carry the checkpoint's names (``attn``, ``mlp``); the functions they feed are
+    :func:`mha` and :func:`ffn`, as in picoGPT, so the names never clash.
+    """
     eps = config.layer_norm_epsilon
-    x = x + _attn(layer_norm(x, **ln_1, eps=eps), **attn, shape=shape, layer=layer, cache=cache,
-                  pad_bias=pad_bias, config=config)
-    return x + _mlp(layer_norm(x, **ln_2, eps=eps), **mlp, act=ACT2FN[config.activation_function])
-
-
-_attn, _mlp = attn, mlp  # block's parameters are named after the checkpoint (attn, mlp) and shadow these
+    x = x + mha(layer_norm(x, **ln_1, eps=eps), **attn, shape=shape, layer=layer, cache=cache,
+                pad_bias=pad_bias, config=config)
+    return x + ffn(layer_norm(x, **ln_2, eps=eps), **mlp, act=ACT2FN[config.activation_function])
 
 
 def default_position_ids(attention_mask: np.ndarray | None, past_length: int, batch_size: int,
@@ -223,146 +226,3 @@ def gpt2(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str, Any]
     x = layer_norm(x, **params["ln_f"], eps=config.layer_norm_epsilon)
     head = params.get("lm_head", params["wte"])  # tied: the LM head is wte
     return (x @ head.T).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V)
-
-
-# ----------------------------------------------------------------------------------------------------
-# The model object: config + parameters + argument checks
-# ----------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class CausalLMOutput:
-    """What :class:`GPT2` returns (transformers' ``CausalLMOutputWithCrossAttentions``, trimmed).
-
-    Attributes:
-        logits: float32 (B, T, V), or (B, n, V) with ``logits_to_keep=n``.
-        past_key_values: the KVCache, now holding S + T tokens.
-    """
-
-    logits: np.ndarray
-    past_key_values: KVCache
-
-
-class GPT2:
-    """A GPT-2 language model: :class:`GPT2Config` + parameters; calling it runs the forward pass:
-    :func:`refdecode.gpt2_fast.gpt2_fast` (the default, same math with fewer passes over memory) or,
-    with ``fast=False`` (or ``model.fast = False``), the plain :func:`gpt2` of this module.
-
-    >>> model = GPT2.from_pretrained("models/gpt2-tiny")   # random weights, real vocabulary
-    >>> out = model(np.array([[15496, 995]]))               # "Hello world"
-    >>> out.logits.shape, out.logits.dtype, out.past_key_values.length
-    ((1, 2, 50257), dtype('float32'), 2)
-    >>> step = model(np.array([[11]]), past_key_values=out.past_key_values)   # one more token, cached
-    >>> step.logits.shape, step.past_key_values.length
-    ((1, 1, 50257), 3)
-    """
-
-    def __init__(self, config: GPT2Config, params: dict[str, Any],
-                 generation_config: GenerationConfig | None = None, fast: bool = True) -> None:
-        self.config = config
-        self.params = params
-        # which forward pass __call__ runs: refdecode.gpt2_fast.gpt2_fast (same math, fewer passes over
-        # memory; tests/test_gpt2_fast.py) or the plain gpt2() of this module (fast=False)
-        self.fast = fast
-        # generate()'s defaults, as transformers' ``model.generation_config``: the checkpoint's
-        # generation_config.json when it has one, else the generation fields of config.json.
-        self.generation_config = (generation_config if generation_config is not None
-                                  else GenerationConfig.from_model_config(config))
-
-    @classmethod
-    def from_pretrained(cls, path: str | Path, mmap: bool = False) -> GPT2:
-        """Load ``path/config.json`` and ``path/model.safetensors`` (local files only; nothing is downloaded).
-
-        ``mmap``: read the weights into memory (False, faster decoding) or use read-only views of the
-        memory-mapped file (True: instant loading, pages shared between processes). See
-        :mod:`refdecode.checkpoint`.
-        """
-        path = Path(path)
-        if not path.is_dir():
-            raise FileNotFoundError(f"model directory not found: {path}")
-        config = GPT2Config.from_json_file(path / "config.json")
-        gen_path = path / "generation_config.json"
-        # optional, but a dangling symlink is reported rather than skipped (exists() is False for it)
-        present = gen_path.exists() or gen_path.is_symlink()
-        generation_config = GenerationConfig.from_json_file(gen_path) if present else None
-        return cls(config, load_params(path / "model.safetensors", config, mmap=mmap), generation_config)
-
-    def new_cache(self, batch_size: int, capacity: int) -> KVCache:
-        """An empty KVCache for ``batch_size`` rows with room for ``capacity`` tokens (grows if exceeded)."""
-        c = self.config
-        return KVCache(c.n_layer, batch_size, c.n_head, c.head_dim, capacity)
-
-    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
-                 position_ids: np.ndarray | None = None, past_key_values: KVCache | None = None,
-                 logits_to_keep: int = 0) -> CausalLMOutput:
-        """Run T new tokens through the model, after the S in ``past_key_values`` (see module docstring).
-
-        Args:
-            input_ids: int (B, T), values in [0, V).
-            attention_mask: int or bool (B, S + T) of 0/1, covering cached and new tokens; None = all ones.
-            position_ids: int (B, T) in [0, n_positions); None = :func:`default_position_ids`.
-            past_key_values: KVCache with B rows, or None for a fresh one of capacity T.
-            logits_to_keep: 0 = logits of all T positions; n in [1, T] = the last n only.
-
-        Returns:
-            CausalLMOutput(logits float32 (B, T or n, V), past_key_values = the cache, S + T tokens).
-        """
-        c = self.config
-        input_ids = _int_array("input_ids", input_ids, ndim=2)
-        B, T = input_ids.shape
-        if B < 1 or T < 1:
-            raise ValueError(f"`input_ids` must have shape (B, T) with B >= 1 and T >= 1, got {input_ids.shape}")
-        _check_range("input_ids", input_ids, 0, c.vocab_size)
-        cache = self.new_cache(B, T) if past_key_values is None else past_key_values
-        if not isinstance(cache, KVCache):
-            raise TypeError(f"`past_key_values` must be a KVCache or None, got {type(cache).__name__}")
-        if (cache.batch_size, cache.n_layer, cache.n_head, cache.head_dim) != (B, c.n_layer, c.n_head, c.head_dim):
-            raise ValueError(
-                f"`past_key_values` must hold batch_size={B}, n_layer={c.n_layer}, n_head={c.n_head}, "
-                f"head_dim={c.head_dim}; got {cache!r}"
-            )
-        S = cache.length
-        if S + T > c.n_positions:
-            raise ValueError(
-                f"cached + new tokens must be <= n_positions={c.n_positions}, got S={S} + T={T} = {S + T}"
-            )
-        if attention_mask is not None:
-            attention_mask = _int_array("attention_mask", attention_mask, ndim=2, allow_bool=True)
-            if attention_mask.shape != (B, S + T):
-                raise ValueError(
-                    f"`attention_mask` must have shape (B, S + T) = {(B, S + T)}, got {attention_mask.shape}"
-                )
-            _check_range("attention_mask", attention_mask, 0, 2)
-        if position_ids is None:
-            position_ids = default_position_ids(attention_mask, S, B, T)
-        else:
-            position_ids = _int_array("position_ids", position_ids, ndim=2)
-            if position_ids.shape != (B, T):
-                raise ValueError(f"`position_ids` must have shape (B, T) = {(B, T)}, got {position_ids.shape}")
-            _check_range("position_ids", position_ids, 0, c.n_positions)
-        if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, (int, np.integer)) \
-                or not 0 <= logits_to_keep <= T:
-            raise ValueError(f"`logits_to_keep` must be an integer in [0, T={T}], got {logits_to_keep!r}")
-        if self.fast:
-            from .gpt2_fast import gpt2_fast as forward  # imported here: gpt2_fast builds on this module
-        else:
-            forward = gpt2
-        logits = forward(input_ids, position_ids, self.params, c, cache, attention_mask, int(logits_to_keep))
-        return CausalLMOutput(logits=logits, past_key_values=cache)
-
-
-def _int_array(name: str, value: Any, ndim: int, allow_bool: bool = False) -> np.ndarray:
-    """``value`` as an integer ndarray of ``ndim`` dims, or TypeError/ValueError naming ``name``."""
-    arr = np.asarray(value)
-    kinds = "iub" if allow_bool else "iu"
-    if arr.dtype.kind not in kinds:
-        raise TypeError(f"`{name}` must be an integer array (int64), got dtype {arr.dtype}")
-    if arr.ndim != ndim:
-        raise ValueError(f"`{name}` must have {ndim} dimensions, got shape {arr.shape}")
-    return arr
-
-
-def _check_range(name: str, arr: np.ndarray, low: int, high: int) -> None:
-    """ValueError naming ``name`` unless every value is in [low, high)."""
-    if arr.size and (arr.min() < low or arr.max() >= high):
-        raise ValueError(f"`{name}` values must be in [{low}, {high}), got min {arr.min()} and max {arr.max()}")

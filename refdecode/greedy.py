@@ -11,65 +11,22 @@ Ties go to the lowest token id (``np.argmax``, like ``torch.argmax``). A row tha
 receives ``pad_token_id`` at every later step (the 4.38 "pad step"; the loop keeps running for
 the other rows), and the loop ends when every row is finished or a stopping criterion fires.
 
-This module also holds the argument defaults shared by all loops (:func:`loop_defaults`).
-Docs: docs/greedy.md.
+What every loop shares (the model calls, the defaults, the row bookkeeping) is in
+:mod:`refdecode.decode_loop`; this file holds the greedy loop itself. Docs: docs/greedy.md.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
-from .generation_config import model_generation_config
+from .decode_loop import (append_tokens, check_no_nan, check_pad_token, collect, decode_step, decoder_output,
+                          loop_defaults, model_capacity, prefill, step_records)
 from .generation_output import GenerateDecoderOnlyOutput
-from .logits_process import LogitsProcessorList
-from .model_steps import decode_step, model_capacity, prefill
-from .stopping_criteria import (
-    MaxLengthCriteria,
-    StoppingCriteriaList,
-    pad_finished_rows,
-    stop_rows,
-    update_unfinished,
-    validate_stopping_criteria,
-)
+from .stopping_criteria import stop_rows
 
-__all__ = ["greedy_search", "loop_defaults", "check_no_nan"]
-
-
-def loop_defaults(model: Any, logits_processor: Any, stopping_criteria: Any, max_length: int | None,
-                  pad_token_id: int | None, eos_token_id: int | list[int] | None,
-                  ) -> tuple[Any, StoppingCriteriaList, int | None, list[int] | None]:
-    """Fill in what a loop was not given, as transformers' loops do.
-
-    - processors: an empty list (a plain list is wrapped in LogitsProcessorList); stopping criteria:
-      an empty list, plus MaxLengthCriteria for the deprecated ``max_length`` argument;
-    - ``pad_token_id`` / ``eos_token_id``: from the model's generation config; eos becomes a list.
-
-    Deviation: with no length criterion at all, transformers loops until every row emits eos
-    (and crashes past ``n_positions``); refdecode stops at ``n_positions`` with a warning.
-    """
-    logits_processor = LogitsProcessorList(logits_processor if logits_processor is not None else [])
-    criteria = StoppingCriteriaList(stopping_criteria if stopping_criteria is not None else [])
-    if max_length is not None:
-        criteria = validate_stopping_criteria(criteria, max_length)
-    if criteria.max_length is None:
-        warnings.warn("no max_length stopping criterion: stopping at the model's n_positions", UserWarning,
-                      stacklevel=3)
-        criteria.append(MaxLengthCriteria(max_length=int(model.config.n_positions)))
-    defaults = model_generation_config(model)
-    pad_token_id = pad_token_id if pad_token_id is not None else defaults.pad_token_id
-    eos_token_id = eos_token_id if eos_token_id is not None else defaults.eos_token_id
-    eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
-    return logits_processor, criteria, pad_token_id, eos
-
-
-def check_no_nan(scores: np.ndarray, step: int) -> None:
-    """Refuse NaN scores: argmax/top-k/sampling would pick an arbitrary token (torch keeps going)."""
-    if np.isnan(scores).any():
-        raise ValueError(f"`scores` contain NaN at generation step {step} (rows "
-                         f"{np.flatnonzero(np.isnan(scores).any(axis=-1)).tolist()}): check the processors/warpers")
+__all__ = ["greedy_search"]
 
 
 def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stopping_criteria: Any = None,
@@ -95,36 +52,21 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
     """
     logits_processor, criteria, pad_token_id, eos = loop_defaults(
         model, logits_processor, stopping_criteria, max_length, pad_token_id, eos_token_id)
-    if eos is not None and pad_token_id is None:
-        raise ValueError("If `eos_token_id` is defined, make sure that `pad_token_id` is defined.")
-    scores = () if (return_dict_in_generate and output_scores) else None
-    raw_logits = () if (return_dict_in_generate and output_logits) else None
+    check_pad_token(eos, pad_token_id)
+    scores, raw_logits = step_records(return_dict_in_generate, output_scores, output_logits)
     unfinished = np.ones(input_ids.shape[0], dtype=np.int64)  # (N,) 1 = still generating
     # 1) model call: the prompt once, then one token per step (at the end of the loop)
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
-    while True:
+    while unfinished.any():  # until every row is finished (step 5)
         # 2) processors on the raw logits (N, V)
-        next_scores = logits_processor(input_ids, logits)
-        check_no_nan(next_scores, input_ids.shape[1])
-        scores = scores + (next_scores,) if scores is not None else None
-        raw_logits = raw_logits + (logits,) if raw_logits is not None else None
+        next_scores = check_no_nan(logits_processor(input_ids, logits), input_ids.shape[1])
+        scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: argmax, lowest id on ties
         next_tokens = np.argmax(next_scores, axis=-1).astype(np.int64)  # (N,)
-        # 4) bookkeeping: finished rows get pad, append, mark rows that emitted eos
-        if eos is not None:
-            next_tokens = pad_finished_rows(next_tokens, unfinished, pad_token_id)
-        input_ids = np.concatenate([input_ids, next_tokens[:, None]], axis=1)  # (N, T) -> (N, T+1)
-        if streamer is not None:
-            streamer.put(next_tokens)
-        if eos is not None:
-            unfinished = update_unfinished(unfinished, next_tokens, eos)
-        # 5) stopping: every row finished (eos, or a criterion: for the batch, or per row as in 4.39)
+        # 4) bookkeeping: finished rows get pad, append (N, T) -> (N, T+1), stream, mark rows that emitted eos
+        input_ids, unfinished = append_tokens(input_ids, next_tokens, unfinished, eos, pad_token_id, streamer)
+        # 5) stopping: a row is finished once it emitted eos or a criterion stops it (the batch, or per row)
         unfinished = stop_rows(criteria(input_ids, scores), unfinished)
-        if unfinished.max() == 0:
-            break
-        logits, attention_mask = decode_step(model, next_tokens, attention_mask, cache)
-    if streamer is not None:
-        streamer.end()
-    if return_dict_in_generate:
-        return GenerateDecoderOnlyOutput(sequences=input_ids, scores=scores, logits=raw_logits, past_key_values=cache)
-    return input_ids
+        if unfinished.any():  # 1) model call for the next step: the newest token of each row, cached
+            logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
+    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer)

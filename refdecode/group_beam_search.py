@@ -26,17 +26,16 @@ Docs: docs/group-beam-search.md.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .beam_scorer import BeamSearchScorer
-from .beam_search import _check_rows, beam_output, extend_beam_history, top_candidates_partitioned
-from .greedy import check_no_nan, loop_defaults
-from .model_steps import decode_step, model_capacity, prefill
+from .decode_loop import (check_beam_rows, check_no_nan, collect, decode_step, extend_beam_history, finish_beams,
+                          loop_defaults, model_capacity, prefill, step_records, top_candidates)
 from .numerics import log_softmax
 
-__all__ = ["group_beam_search", "group_rows"]
+__all__ = ["group_beam_search", "group_rows", "group_step", "GroupStep"]
 
 
 def group_rows(batch_size: int, num_beams: int, group: int, group_size: int) -> np.ndarray:
@@ -49,15 +48,30 @@ def group_rows(batch_size: int, num_beams: int, group: int, group_size: int) -> 
     return (np.arange(batch_size)[:, None] * num_beams + beams[None, :]).reshape(-1)  # (B, g) -> (B*g,)
 
 
-def _group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_scores: np.ndarray,
-                current_tokens: np.ndarray, reorder: np.ndarray, step_scores: np.ndarray, histories: list | None,
-                logits_processor: Any, beam_scorer: BeamSearchScorer, n_candidates: int, pad_token_id: int | None,
-                eos: list[int] | None, prompt_len: int) -> None:
-    """One group's beam-search step, writing its rows of the step arrays **in place** (they belong to the loop).
+class GroupStep(NamedTuple):
+    """What one group's step computed; the loop writes it into its step arrays (g = group size).
 
-    Reads ``logits`` (B*K, V) and ``input_ids`` (B*K, T) at the group's rows; updates ``input_ids``
-    rows (reordered within the group), ``beam_scores`` (B, K) columns, ``current_tokens`` /
-    ``reorder`` / ``step_scores`` rows and ``histories[group]`` (rows of the group, [B*g, steps]).
+    rows: (B*g,) the group's rows of the batch. processed: float32 (B*g, V) its processed log-probs.
+    beam_idx: (B*g,) which of the group's rows each new beam continues. tokens: (B*g,) the tokens chosen.
+    beam_scores: float32 (B, g) the running scores. history: (B*g, steps + 1) beam indices, or None.
+    """
+
+    rows: np.ndarray
+    processed: np.ndarray
+    beam_idx: np.ndarray
+    tokens: np.ndarray
+    beam_scores: np.ndarray
+    history: np.ndarray | None
+
+
+def group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_scores: np.ndarray,
+               current_tokens: np.ndarray, histories: list | None, logits_processor: Any,
+               beam_scorer: BeamSearchScorer, *, n_candidates: int, pad_token_id: int | None, eos: list[int] | None,
+               prompt_len: int) -> GroupStep:
+    """One group's beam-search step: processors, selection and the scorer's bookkeeping, for the group's rows.
+
+    Reads ``logits`` (B*K, V), ``input_ids`` (B*K, T), ``beam_scores`` (B, K) and ``current_tokens`` (B*K,)
+    (tokens the earlier groups chose this step) at the group's rows; changes none of its arguments.
     """
     batch, beams, size = beam_scorer.batch_size, beam_scorer.num_beams, beam_scorer.group_size
     rows = group_rows(batch, beams, group, size)                   # (B*g,)
@@ -66,23 +80,19 @@ def _group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_scor
     processed = logits_processor(group_ids, log_softmax(logits[rows]), current_tokens=current_tokens,
                                  beam_group_idx=group)
     check_no_nan(processed, input_ids.shape[1])
-    step_scores[rows] = processed
-    # 3) selection: top candidates among the group's g*V continuations of each prompt
+    # 3) selection: top candidates among the group's g*V continuations of each prompt, (B, C) each
     columns = slice(group * size, (group + 1) * size)
-    total = processed.reshape(batch, size, -1) + beam_scores[:, columns, None]  # (B*g, V) -> (B, g, V)
-    cand_scores, cand_beams, cand_tokens = top_candidates_partitioned(total, n_candidates)  # (B, C) each
+    cand_scores, cand_beams, cand_tokens = top_candidates(
+        processed.reshape(batch, size, -1) + beam_scores[:, columns, None], n_candidates)  # (B, g, V)
     # 4) bookkeeping (beam_idx: rows of group_ids); the scorer gets the group-major history (quirk)
     flat_history = None if histories is None else [h for grp in histories for h in grp]
     step = beam_scorer.process(group_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=pad_token_id,
                                eos_token_id=eos, beam_indices=flat_history, group_index=group,
                                decoder_prompt_len=prompt_len)
     beam_idx = step["next_beam_indices"]                                       # (B*g,)
-    beam_scores[:, columns] = step["next_beam_scores"].reshape(batch, size)    # (B*g,) -> (B, g)
-    if histories is not None:
-        histories[group] = extend_beam_history(histories[group], beam_idx)
-    input_ids[rows] = group_ids[beam_idx]
-    current_tokens[rows] = step["next_beam_tokens"]
-    reorder[rows] = rows[beam_idx]
+    history = None if histories is None else extend_beam_history(histories[group], beam_idx)
+    return GroupStep(rows, processed, beam_idx, step["next_beam_tokens"],
+                     step["next_beam_scores"].reshape(batch, size), history)
 
 
 def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer, logits_processor: Any = None,
@@ -97,36 +107,38 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
     """
     logits_processor, criteria, pad_token_id, eos = loop_defaults(
         model, logits_processor, stopping_criteria, max_length, pad_token_id, eos_token_id)
-    _check_rows(input_ids, beam_scorer)
+    check_beam_rows(input_ids, beam_scorer)
     batch, beams, n_groups = beam_scorer.batch_size, beam_scorer.num_beams, beam_scorer.num_beam_groups
     size, prompt_len = beam_scorer.group_size, input_ids.shape[1]
     n_candidates = max(2, 1 + len(eos or [])) * size
     beam_scores = np.full((batch, beams), -1e9, dtype=np.float32)  # (B, K)
     beam_scores[:, ::size] = 0.0                                     # first beam of each group is live
-    scores = () if (return_dict_in_generate and output_scores) else None
-    raw_logits = () if (return_dict_in_generate and output_logits) else None
+    scores, raw_logits = step_records(return_dict_in_generate, output_scores, output_logits)
     histories = [np.zeros((batch * size, 0), dtype=np.int64) for _ in range(n_groups)] if scores is not None else None
-    input_ids = input_ids.copy()  # rows are rewritten group by group below
     # 1) model call: the prompt once per distinct prompt
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while True:
+        next_ids = input_ids.copy()                                # (B*K, T) rows reordered group by group
         current_tokens = np.zeros(batch * beams, dtype=np.int64)   # (B*K,) tokens chosen this step
         reorder = np.zeros(batch * beams, dtype=np.int64)          # (B*K,) cache row each new row continues
         step_scores = np.zeros_like(logits)                        # (B*K, V) processed scores of all groups
         for group in range(n_groups):
-            # 2) processors, 3) selection, 4) bookkeeping -- for one group (fills the arrays above)
-            _group_step(group, logits, input_ids, beam_scores, current_tokens, reorder, step_scores, histories,
-                        logits_processor, beam_scorer, n_candidates, pad_token_id, eos, prompt_len)
-        scores = scores + (step_scores,) if scores is not None else None
-        raw_logits = raw_logits + (logits,) if raw_logits is not None else None
-        input_ids = np.concatenate([input_ids, current_tokens[:, None]], axis=1)  # (B*K, T+1)
+            # 2) processors, 3) selection, 4) bookkeeping -- for one group, then the loop writes its rows
+            step = group_step(group, logits, input_ids, beam_scores, current_tokens, histories, logits_processor,
+                              beam_scorer, n_candidates=n_candidates, pad_token_id=pad_token_id, eos=eos,
+                              prompt_len=prompt_len)
+            rows, continued = step.rows, step.rows[step.beam_idx]  # (B*g,) each: the group's rows, their sources
+            next_ids[rows], reorder[rows], current_tokens[rows] = input_ids[continued], continued, step.tokens
+            step_scores[rows], beam_scores[:, group * size : (group + 1) * size] = step.processed, step.beam_scores
+            if histories is not None:
+                histories[group] = step.history
+        scores, raw_logits = collect(scores, step_scores), collect(raw_logits, logits)
+        input_ids = np.concatenate([next_ids, current_tokens[:, None]], axis=1)  # (B*K, T+1)
         cache.reorder(reorder)
         # 5) stopping
         if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, current_tokens, attention_mask, cache)
     final_history = None if histories is None else np.concatenate(histories, axis=0)  # group-major (quirk)
-    final = beam_scorer.finalize(input_ids, beam_scores.reshape(-1), None, None, max_length=criteria.max_length,
-                                 pad_token_id=pad_token_id, eos_token_id=eos, beam_indices=final_history,
-                                 decoder_prompt_len=prompt_len)
-    return beam_output(final, scores, raw_logits, cache, return_dict_in_generate, output_scores)
+    return finish_beams(beam_scorer, input_ids, beam_scores, final_history, criteria.max_length, pad_token_id, eos,
+                        prompt_len, (scores, raw_logits), cache, return_dict_in_generate, output_scores)

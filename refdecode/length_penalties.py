@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .logits_process import LogitsProcessor, _check_input_ids, _check_scores, _check_token_ids, _eos_list, _is_int, _is_real
+from .logits_process import LogitsProcessor
+from .validation import check_input_ids, check_scores, check_vocab_ids, eos_list, is_integer, is_number
 
 __all__ = ["exponential_decay_length_penalty_process", "ExponentialDecayLengthPenalty"]
 
@@ -35,10 +36,10 @@ def exponential_decay_length_penalty_process(input_ids: np.ndarray, scores: np.n
     >>> exponential_decay_length_penalty_process(np.array([[5, 6, 7]]), s, 1, 1.5, [0, 2])  # k = 2: 1.5^2 - 1
     array([[0.5, 1. , 9. ]], dtype=float32)
     """
-    batch, vocab = _check_scores(scores).shape
-    _check_input_ids(input_ids, batch)
-    eos = _eos_list(eos_token_id)
-    _check_token_ids("eos_token_id", np.asarray(eos, dtype=np.int64), vocab)
+    batch, vocab = check_scores(scores).shape
+    check_input_ids(input_ids, batch)
+    eos = eos_list(eos_token_id)
+    check_vocab_ids("eos_token_id", np.asarray(eos, dtype=np.int64), vocab)
     cur_len = input_ids.shape[-1]
     out = scores.copy()
     if cur_len > regulation_start:
@@ -60,15 +61,15 @@ class ExponentialDecayLengthPenalty(LogitsProcessor):
 
     def __init__(self, exponential_decay_length_penalty, eos_token_id, input_ids_seq_length: int):
         pair = exponential_decay_length_penalty
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not _is_int(pair[0]) or pair[0] < 0 \
-                or not _is_real(pair[1]) or not pair[1] > 0:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not is_integer(pair[0]) or pair[0] < 0 \
+                or not is_number(pair[1]) or not pair[1] > 0:
             raise ValueError(f"`exponential_decay_length_penalty` has to be a pair (start_index: int >= 0, "
                              f"decay_factor: float > 0), but is {pair!r}")
-        if not _is_int(input_ids_seq_length) or input_ids_seq_length < 0:
+        if not is_integer(input_ids_seq_length) or input_ids_seq_length < 0:
             raise ValueError(f"`input_ids_seq_length` has to be a non-negative integer, but is {input_ids_seq_length!r}")
         self.regulation_start = int(pair[0]) + int(input_ids_seq_length)
         self.regulation_factor = float(pair[1])
-        self.eos_token_id = _eos_list(eos_token_id)
+        self.eos_token_id = eos_list(eos_token_id)
 
     def __call__(self, input_ids, scores, **kwargs):
         return exponential_decay_length_penalty_process(input_ids, scores, self.regulation_start,

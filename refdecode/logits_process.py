@@ -26,9 +26,11 @@ docs/no-repeat-ngram.md, docs/min-length.md, docs/group-beam-search.md for the H
 from __future__ import annotations
 
 import inspect
-import numbers
 
 import numpy as np
+
+from .validation import (check_count, check_input_ids, check_positive_float, check_scores, check_vocab_ids, eos_list,
+                         is_integer)
 
 __all__ = [
     "min_length_process",
@@ -48,73 +50,12 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------------------------
-# Argument checks shared by the processors and the warpers
-
-
-def _is_int(x) -> bool:
-    """A Python or NumPy integer (``bool`` is not accepted as a count or a token id)."""
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _is_float(x) -> bool:
-    """A Python or NumPy float. transformers checks ``isinstance(x, float)``, so ``2`` is refused."""
-    return isinstance(x, (float, np.floating))
-
-
-def _is_real(x) -> bool:
-    """Any real number (int or float, not bool)."""
-    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
-
-
-def _check_scores(scores) -> np.ndarray:
-    """``scores`` must be a float32 (B, V) array; anything else is a TypeError/ValueError, not a silent cast."""
-    if not isinstance(scores, np.ndarray) or scores.dtype != np.float32:
-        kind = scores.dtype if isinstance(scores, np.ndarray) else type(scores).__name__
-        raise TypeError(f"`scores` has to be a float32 numpy array of shape (batch, vocab), but is {kind}: refdecode "
-                        "computes in float32 only, the dtype of the model's logits, which is where its results are "
-                        "checked equal to transformers'; cast with `scores.astype(np.float32)`")
-    if scores.ndim != 2:
-        raise ValueError(f"`scores` has to have shape (batch, vocab), but has shape {scores.shape}")
-    return scores
-
-
-def _check_input_ids(input_ids, batch: int) -> np.ndarray:
-    """``input_ids`` must be an integer (B, T) array with the same B as ``scores``."""
-    if not isinstance(input_ids, np.ndarray) or not np.issubdtype(input_ids.dtype, np.integer):
-        kind = input_ids.dtype if isinstance(input_ids, np.ndarray) else type(input_ids).__name__
-        raise TypeError(f"`input_ids` has to be an integer numpy array of shape (batch, seq), but is {kind}")
-    if input_ids.ndim != 2 or input_ids.shape[0] != batch:
-        raise ValueError(
-            f"`input_ids` has to have shape (batch, seq) with batch = scores.shape[0] = {batch}, "
-            f"but has shape {input_ids.shape}"
-        )
-    return input_ids
-
-
-def _check_token_ids(name: str, ids: np.ndarray, vocab_size: int) -> None:
-    """Token ids must index the vocabulary: ValueError instead of an IndexError or Python's negative indexing."""
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-        bad = ids[(ids < 0) | (ids >= vocab_size)].ravel()[0]
-        raise ValueError(f"`{name}` has to hold token ids in [0, {vocab_size - 1}] (vocab size), but holds {bad}")
-
-
-def _eos_list(eos_token_id) -> list[int]:
-    """``int | list[int]`` -> list of non-negative ints (transformers 4.38.2 only logs a warning here)."""
-    ids = [eos_token_id] if _is_int(eos_token_id) else eos_token_id
-    if not isinstance(ids, (list, tuple)) or not all(_is_int(i) and i >= 0 for i in ids):
-        raise ValueError(
-            f"`eos_token_id` has to be a non-negative integer or a list of non-negative integers, but is {eos_token_id}"
-        )
-    return [int(i) for i in ids]
-
-
-# ----------------------------------------------------------------------------------------------
 # Pure functions: (input_ids, scores, ...) -> new scores
 
 
 def _ban_tokens(scores: np.ndarray, token_ids: list[int]) -> np.ndarray:
     """Copy of ``scores`` (B, V) with the columns ``token_ids`` set to -inf in every row."""
-    _check_token_ids("eos_token_id", np.asarray(token_ids, dtype=np.int64), scores.shape[1])
+    check_vocab_ids("eos_token_id", np.asarray(token_ids, dtype=np.int64), scores.shape[1])
     out = scores.copy()
     out[:, token_ids] = -np.inf
     return out
@@ -142,9 +83,9 @@ def min_length_process(input_ids: np.ndarray, scores: np.ndarray, min_length: in
     >>> min_length_process(np.array([[1, 2, 1]]), s, 3, eos_token_id=0)     # T=3: allowed
     array([[0., 0., 0., 0.]], dtype=float32)
     """
-    _check_input_ids(input_ids, _check_scores(scores).shape[0])
+    check_input_ids(input_ids, check_scores(scores).shape[0])
     if input_ids.shape[-1] < min_length:
-        return _ban_tokens(scores, _eos_list(eos_token_id))
+        return _ban_tokens(scores, eos_list(eos_token_id))
     return scores.copy()
 
 
@@ -166,9 +107,9 @@ def min_new_tokens_process(
     >>> min_new_tokens_process(np.array([[5, 6, 7]]), s, 2, 2, eos_token_id=2)  # 1 new token < 2
     array([[  0.,   0., -inf]], dtype=float32)
     """
-    _check_input_ids(input_ids, _check_scores(scores).shape[0])
+    check_input_ids(input_ids, check_scores(scores).shape[0])
     if input_ids.shape[-1] - prompt_length_to_skip < min_new_tokens:
-        return _ban_tokens(scores, _eos_list(eos_token_id))
+        return _ban_tokens(scores, eos_list(eos_token_id))
     return scores.copy()
 
 
@@ -193,8 +134,8 @@ def repetition_penalty_process(input_ids: np.ndarray, scores: np.ndarray, penalt
     >>> repetition_penalty_process(np.array([[0, 1, 1]]), s, 2.0)   # tokens 0 and 1 seen
     array([[ 1., -4.,  1.,  3.]], dtype=float32)
     """
-    _check_input_ids(input_ids, _check_scores(scores).shape[0])
-    _check_token_ids("input_ids", input_ids, scores.shape[1])
+    check_input_ids(input_ids, check_scores(scores).shape[0])
+    check_vocab_ids("input_ids", input_ids, scores.shape[1])
     seen = np.zeros(scores.shape, dtype=bool)  # (B, V)
     seen[np.arange(scores.shape[0])[:, None], input_ids] = True
     penalised = np.where(scores < 0, scores * penalty, scores / penalty)  # Python float keeps float32
@@ -236,8 +177,8 @@ def no_repeat_ngram_process(input_ids: np.ndarray, scores: np.ndarray, ngram_siz
     array([[  0.,   0., -inf,   0.],
            [-inf,   0.,   0.,   0.]], dtype=float32)
     """
-    _check_input_ids(input_ids, _check_scores(scores).shape[0])
-    _check_token_ids("input_ids", input_ids, scores.shape[1])
+    check_input_ids(input_ids, check_scores(scores).shape[0])
+    check_vocab_ids("input_ids", input_ids, scores.shape[1])
     out = scores.copy()
     for b, row in enumerate(input_ids.tolist()):
         out[b, no_repeat_ngram_banned_tokens(row, ngram_size)] = -np.inf
@@ -246,7 +187,7 @@ def no_repeat_ngram_process(input_ids: np.ndarray, scores: np.ndarray, ngram_siz
 
 def _hamming_layout(scores, current_tokens, beam_group_idx, num_beams, num_beam_groups) -> tuple[int, int, int]:
     """Check the group beam search call and return (B, first beam of the group, group size)."""
-    _check_scores(scores)
+    check_scores(scores)
     if not np.issubdtype(current_tokens.dtype, np.integer) or current_tokens.ndim != 1:
         raise TypeError(
             f"`current_tokens` has to be a 1-D integer array, but is {current_tokens.dtype} {current_tokens.shape}"
@@ -255,14 +196,14 @@ def _hamming_layout(scores, current_tokens, beam_group_idx, num_beams, num_beam_
         raise ValueError(
             f"`current_tokens` has to have batch * num_beams = k * {num_beams} entries, but has {current_tokens.shape[0]}"
         )
-    if not _is_int(beam_group_idx) or not 0 <= beam_group_idx < num_beam_groups:
+    if not is_integer(beam_group_idx) or not 0 <= beam_group_idx < num_beam_groups:
         raise ValueError(f"`beam_group_idx` has to be an integer in [0, {num_beam_groups - 1}], but is {beam_group_idx}")
     batch = current_tokens.shape[0] // num_beams
     start = beam_group_idx * (num_beams // num_beam_groups)
     group_size = min(start + num_beams // num_beam_groups, num_beams) - start  # transformers' min(): last group
     if scores.shape[0] != batch * group_size:
         raise ValueError(f"`scores` has to have batch * group_size = {batch * group_size} rows, but has {scores.shape[0]}")
-    _check_token_ids("current_tokens", current_tokens, scores.shape[1])
+    check_vocab_ids("current_tokens", current_tokens, scores.shape[1])
     return batch, start, group_size
 
 
@@ -363,10 +304,8 @@ class MinLengthLogitsProcessor(LogitsProcessor):
     """EOS gets -inf while ``input_ids.shape[-1] < min_length`` (the prompt counts); see :func:`min_length_process`."""
 
     def __init__(self, min_length: int, eos_token_id):
-        if not _is_int(min_length) or min_length < 0:
-            raise ValueError(f"`min_length` has to be a non-negative integer, but is {min_length}")
-        self.min_length = int(min_length)
-        self.eos_token_id = _eos_list(eos_token_id)
+        self.min_length = check_count("min_length", min_length, minimum=0)
+        self.eos_token_id = eos_list(eos_token_id)
 
     def __call__(self, input_ids, scores, **kwargs):
         return min_length_process(input_ids, scores, self.min_length, self.eos_token_id)
@@ -376,12 +315,9 @@ class MinNewTokensLengthLogitsProcessor(LogitsProcessor):
     """EOS gets -inf while fewer than ``min_new_tokens`` follow the prompt; see :func:`min_new_tokens_process`."""
 
     def __init__(self, prompt_length_to_skip: int, min_new_tokens: int, eos_token_id):
-        for name, value in [("prompt_length_to_skip", prompt_length_to_skip), ("min_new_tokens", min_new_tokens)]:
-            if not _is_int(value) or value < 0:
-                raise ValueError(f"`{name}` has to be a non-negative integer, but is {value}")
-        self.prompt_length_to_skip = int(prompt_length_to_skip)
-        self.min_new_tokens = int(min_new_tokens)
-        self.eos_token_id = _eos_list(eos_token_id)
+        self.prompt_length_to_skip = check_count("prompt_length_to_skip", prompt_length_to_skip, minimum=0)
+        self.min_new_tokens = check_count("min_new_tokens", min_new_tokens, minimum=0)
+        self.eos_token_id = eos_list(eos_token_id)
 
     def __call__(self, input_ids, scores, **kwargs):
         return min_new_tokens_process(
@@ -396,9 +332,7 @@ class RepetitionPenaltyLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, penalty: float):
-        if not _is_float(penalty) or not penalty > 0:
-            raise ValueError(f"`penalty` has to be a strictly positive float (> 0), but is {penalty!r}")
-        self.penalty = float(penalty)
+        self.penalty = check_positive_float("penalty", penalty)
 
     def __call__(self, input_ids, scores, **kwargs):
         return repetition_penalty_process(input_ids, scores, self.penalty)
@@ -408,9 +342,7 @@ class NoRepeatNGramLogitsProcessor(LogitsProcessor):
     """Ban tokens that would repeat an n-gram of the row; see :func:`no_repeat_ngram_process`."""
 
     def __init__(self, ngram_size: int):
-        if not _is_int(ngram_size) or ngram_size <= 0:
-            raise ValueError(f"`ngram_size` has to be a strictly positive integer (>= 1), but is {ngram_size!r}")
-        self.ngram_size = int(ngram_size)
+        self.ngram_size = check_count("ngram_size", ngram_size, minimum=1)
 
     def __call__(self, input_ids, scores, **kwargs):
         return no_repeat_ngram_process(input_ids, scores, self.ngram_size)
@@ -424,23 +356,14 @@ class HammingDiversityLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, diversity_penalty: float, num_beams: int, num_beam_groups: int):
-        if not _is_float(diversity_penalty) or not diversity_penalty > 0.0:
-            raise ValueError(
-                f"`diversity_penalty` has to be a float strictly larger than 0, but is {diversity_penalty!r}"
-            )
-        if not _is_int(num_beams) or num_beams < 2:
-            raise ValueError(f"`num_beams` has to be an integer strictly larger than 1, but is {num_beams!r}")
-        if not _is_int(num_beam_groups) or num_beam_groups < 2:
-            raise ValueError(
-                f"`num_beam_groups` has to be an integer strictly larger than 1, but is {num_beam_groups!r}"
-            )
+        self.diversity_penalty = check_positive_float("diversity_penalty", diversity_penalty,
+                                                      what="a float strictly larger than 0")
+        self.num_beams = check_count("num_beams", num_beams, minimum=2)
+        self.num_beam_groups = check_count("num_beam_groups", num_beam_groups, minimum=2)
         if num_beam_groups > num_beams:
             raise ValueError(
                 f"`num_beam_groups` has to be smaller or equal to `num_beams` = {num_beams}, but is {num_beam_groups}"
             )
-        self.diversity_penalty = float(diversity_penalty)
-        self.num_beams = int(num_beams)
-        self.num_beam_groups = int(num_beam_groups)
 
     def __call__(self, input_ids, scores, current_tokens=None, beam_group_idx=None, **kwargs):
         if current_tokens is None or beam_group_idx is None:

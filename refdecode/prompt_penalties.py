@@ -24,15 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .logits_process import (
-    LogitsProcessor,
-    _check_input_ids,
-    _check_scores,
-    _check_token_ids,
-    _is_float,
-    _is_int,
-    _is_real,
-)
+from .logits_process import LogitsProcessor
+from .validation import check_input_ids, check_scores, check_vocab_ids, is_float, is_integer, is_number
 from .numerics import log_softmax
 
 __all__ = [
@@ -83,11 +76,11 @@ def encoder_repetition_penalty_process(scores: np.ndarray, encoder_input_ids: np
     array([[ 4., -1.,  1.],
            [ 2., -2.,  1.]], dtype=float32)
     """
-    n, vocab = _check_scores(scores).shape
+    n, vocab = check_scores(scores).shape
     prompt = _check_prompt(encoder_input_ids)
     if prompt.shape[0] > n:
         raise ValueError(f"`encoder_input_ids` has {prompt.shape[0]} rows, more than `scores` ({n})")
-    _check_token_ids("encoder_input_ids", prompt, vocab)
+    check_vocab_ids("encoder_input_ids", prompt, vocab)
     inverse = 1 / penalty
     seen = np.zeros(scores.shape, dtype=bool)  # (N, V); rows >= B stay False
     seen[np.arange(prompt.shape[0])[:, None], prompt] = True
@@ -124,8 +117,8 @@ def encoder_no_repeat_ngram_process(input_ids: np.ndarray, scores: np.ndarray, e
     array([[  0.,   0., -inf,   0.],
            [  0.,   0.,   0., -inf]], dtype=float32)
     """
-    n_rows, vocab = _check_scores(scores).shape
-    _check_input_ids(input_ids, n_rows)
+    n_rows, vocab = check_scores(scores).shape
+    check_input_ids(input_ids, n_rows)
     prompt = _check_prompt(encoder_input_ids)
     if n_rows % prompt.shape[0]:
         raise ValueError(f"`scores` has to have a multiple of the {prompt.shape[0]} prompt rows, but has {n_rows}")
@@ -136,7 +129,7 @@ def encoder_no_repeat_ngram_process(input_ids: np.ndarray, scores: np.ndarray, e
         prefix = tuple(row[len(row) - ngram_size + 1 :]) if ngram_size > 1 else ()
         if len(row) >= ngram_size - 1:
             banned = ngrams[r // per_prompt].get(prefix, [])
-            _check_token_ids("encoder_input_ids", np.asarray(banned, dtype=np.int64), vocab)
+            check_vocab_ids("encoder_input_ids", np.asarray(banned, dtype=np.int64), vocab)
             out[r, banned] = -np.inf
     return out
 
@@ -149,7 +142,7 @@ class EncoderRepetitionPenaltyLogitsProcessor(LogitsProcessor):
     """Reward (penalty > 1) the prompt's tokens; see :func:`encoder_repetition_penalty_process`."""
 
     def __init__(self, penalty: float, encoder_input_ids: np.ndarray):
-        if not _is_float(penalty) or not penalty > 0:
+        if not is_float(penalty) or not penalty > 0:
             raise ValueError(f"`encoder_repetition_penalty` has to be a strictly positive float, but is {penalty!r}")
         self.penalty = float(penalty)
         self.encoder_input_ids = _check_prompt(encoder_input_ids)
@@ -162,7 +155,7 @@ class EncoderNoRepeatNGramLogitsProcessor(LogitsProcessor):
     """Never repeat an n-gram of the prompt; see :func:`encoder_no_repeat_ngram_process`."""
 
     def __init__(self, encoder_ngram_size: int, encoder_input_ids: np.ndarray):
-        if not _is_int(encoder_ngram_size) or encoder_ngram_size <= 0:
+        if not is_integer(encoder_ngram_size) or encoder_ngram_size <= 0:
             raise ValueError(f"`encoder_no_repeat_ngram_size` has to be a strictly positive integer, "
                              f"but is {encoder_ngram_size!r}")
         self.ngram_size = int(encoder_ngram_size)
@@ -199,7 +192,7 @@ class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
 
     def __init__(self, guidance_scale: float, model: Any, unconditional_ids: np.ndarray | None = None,
                  unconditional_attention_mask: np.ndarray | None = None, use_cache: bool = True):
-        if not _is_real(guidance_scale) or not np.isfinite(guidance_scale):
+        if not is_number(guidance_scale) or not np.isfinite(guidance_scale):
             raise ValueError(f"`guidance_scale` has to be a finite float, but is {guidance_scale!r}")
         if unconditional_ids is not None:
             unconditional_ids = _check_prompt(unconditional_ids)
@@ -235,7 +228,7 @@ class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
         return out.logits[:, -1, :]
 
     def __call__(self, input_ids, scores, **kwargs):
-        scores = log_softmax(_check_scores(scores))
+        scores = log_softmax(check_scores(scores))
         if self.guidance_scale == 1:
             return scores
         unconditional = log_softmax(self.unconditional_logits(input_ids))

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .logits_process import LogitsProcessor, _check_scores
+from .logits_process import LogitsProcessor
 from .logits_warp import LogitsWarper
 from .numerics import log_softmax
+from .validation import check_scores
 
 __all__ = ["inf_nan_remove_process", "logit_normalization_process", "InfNanRemoveLogitsProcessor",
            "LogitNormalization"]
@@ -36,7 +37,7 @@ def inf_nan_remove_process(scores: np.ndarray) -> np.ndarray:
     >>> inf_nan_remove_process(np.array([[np.nan, np.inf, -np.inf, 1.5]], dtype=np.float32))
     array([[ 0.0000000e+00,  3.4028235e+38, -3.4028235e+38,  1.5000000e+00]], dtype=float32)
     """
-    _check_scores(scores)
+    check_scores(scores)
     out = np.where(np.isnan(scores), np.float32(0.0), scores)
     out = np.where(out == np.inf, _F32.max, out)
     return np.where(out == -np.inf, _F32.min, out)
@@ -50,7 +51,7 @@ def logit_normalization_process(scores: np.ndarray) -> np.ndarray:
     >>> logit_normalization_process(np.array([[0.0, 0.0, -np.inf]], dtype=np.float32))
     array([[-0.6931472, -0.6931472,       -inf]], dtype=float32)
     """
-    return log_softmax(_check_scores(scores))
+    return log_softmax(check_scores(scores))
 
 
 class InfNanRemoveLogitsProcessor(LogitsProcessor):

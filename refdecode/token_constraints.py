@@ -28,7 +28,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .logits_process import LogitsProcessor, _check_input_ids, _check_scores, _eos_list, _is_float, _is_int
+from .logits_process import LogitsProcessor
+from .validation import (bad_words_bias, check_input_ids, check_scores, check_sequence_bias, check_token_list,
+                         eos_list, is_integer)
 
 __all__ = [
     "sequence_bias_process",
@@ -75,8 +77,8 @@ def sequence_bias_process(input_ids: np.ndarray, scores: np.ndarray, sequence_bi
     array([[ 0.,  0.,  5., -1.],
            [ 0.,  0.,  0., -1.]], dtype=float32)
     """
-    batch, vocab = _check_scores(scores).shape
-    _check_input_ids(input_ids, batch)
+    batch, vocab = check_scores(scores).shape
+    check_input_ids(input_ids, batch)
     _check_vocab("sequence_bias", [t for seq in sequence_bias for t in seq], vocab)
     length_1 = np.zeros(vocab, dtype=np.float32)
     for seq, bias in sequence_bias.items():
@@ -104,7 +106,7 @@ def no_bad_words_process(input_ids: np.ndarray, scores: np.ndarray, bad_words_id
     array([[  0.,   0., -inf, -inf],
            [  0.,   0.,   0., -inf]], dtype=float32)
     """
-    return sequence_bias_process(input_ids, scores, _bad_words_bias(bad_words_ids, eos_token_id))
+    return sequence_bias_process(input_ids, scores, bad_words_bias(bad_words_ids, eos_token_id))
 
 
 def prefix_constrained_process(input_ids: np.ndarray, scores: np.ndarray,
@@ -126,8 +128,8 @@ def prefix_constrained_process(input_ids: np.ndarray, scores: np.ndarray,
     array([[-inf,   0., -inf, -inf],
            [-inf, -inf, -inf,   0.]], dtype=float32)
     """
-    batch, vocab = _check_scores(scores).shape
-    _check_input_ids(input_ids, batch)
+    batch, vocab = check_scores(scores).shape
+    check_input_ids(input_ids, batch)
     if batch % num_beams:
         raise ValueError(f"`scores` has to have batch * num_beams rows (num_beams = {num_beams}), but has {batch}")
     mask = np.full_like(scores, -np.inf)  # (B, V)
@@ -158,7 +160,7 @@ def forced_bos_process(input_ids: np.ndarray, scores: np.ndarray, bos_token_id: 
     >>> forced_bos_process(np.array([[7]]), np.array([[1.0, 2.0, 3.0]], dtype=np.float32), 1)
     array([[-inf,   0., -inf]], dtype=float32)
     """
-    _check_input_ids(input_ids, _check_scores(scores).shape[0])
+    check_input_ids(input_ids, check_scores(scores).shape[0])
     _check_vocab("bos_token_id", [bos_token_id], scores.shape[1])
     return _force(scores, [bos_token_id]) if input_ids.shape[-1] == 1 else scores.copy()
 
@@ -172,8 +174,8 @@ def forced_eos_process(input_ids: np.ndarray, scores: np.ndarray, max_length: in
     >>> forced_eos_process(np.array([[5, 6]]), np.array([[1.0, 2.0, 3.0]], dtype=np.float32), 3, [0, 2])
     array([[  0., -inf,   0.]], dtype=float32)
     """
-    _check_input_ids(input_ids, _check_scores(scores).shape[0])
-    eos = _eos_list(eos_token_id)
+    check_input_ids(input_ids, check_scores(scores).shape[0])
+    eos = eos_list(eos_token_id)
     _check_vocab("eos_token_id", eos, scores.shape[1])
     return _force(scores, eos) if input_ids.shape[-1] == max_length - 1 else scores.copy()
 
@@ -184,7 +186,7 @@ def suppress_tokens_process(input_ids: np.ndarray, scores: np.ndarray, suppress_
     >>> suppress_tokens_process(np.array([[0]]), np.zeros((1, 3), dtype=np.float32), [0, 2])
     array([[-inf,   0., -inf]], dtype=float32)
     """
-    _check_vocab("suppress_tokens", suppress_tokens, _check_scores(scores).shape[1])
+    _check_vocab("suppress_tokens", suppress_tokens, check_scores(scores).shape[1])
     out = scores.copy()
     out[:, list(suppress_tokens)] = -np.inf
     return out
@@ -204,7 +206,7 @@ def suppress_tokens_at_begin_process(input_ids: np.ndarray, scores: np.ndarray, 
     >>> suppress_tokens_at_begin_process(np.array([[5, 6, 1]]), s, [1], begin_index=2)
     array([[0., 0., 0.]], dtype=float32)
     """
-    _check_input_ids(input_ids, _check_scores(scores).shape[0])
+    check_input_ids(input_ids, check_scores(scores).shape[0])
     if input_ids.shape[1] == begin_index:
         return suppress_tokens_process(input_ids, scores, begin_suppress_tokens)
     return scores.copy()
@@ -212,43 +214,6 @@ def suppress_tokens_at_begin_process(input_ids: np.ndarray, scores: np.ndarray, 
 
 # ----------------------------------------------------------------------------------------------
 # Argument checks (transformers 4.38.2's, with the argument named)
-
-
-def _check_token_list(name: str, ids) -> list[int]:
-    """A list (or tuple) of non-negative integer token ids."""
-    if not isinstance(ids, (list, tuple)) or not all(_is_int(i) and i >= 0 for i in ids):
-        raise ValueError(f"`{name}` has to be a list of non-negative integer token ids, but is {ids!r}")
-    return [int(i) for i in ids]
-
-
-def _check_sequence_bias(sequence_bias) -> dict:
-    """A non-empty dict {tuple of token ids: float} (transformers' ``_validate_arguments``)."""
-    if not isinstance(sequence_bias, dict) or len(sequence_bias) == 0:
-        raise ValueError(f"`sequence_bias` has to be a non-empty dictionary, but is {sequence_bias!r}.")
-    if any(not isinstance(seq, tuple) for seq in sequence_bias):
-        raise ValueError(f"`sequence_bias` has to be a dict with tuples as keys, but is {sequence_bias!r}.")
-    if any(len(seq) == 0 or not all(_is_int(t) and t >= 0 for t in seq) for seq in sequence_bias):
-        raise ValueError(f"Each key in `sequence_bias` has to be a non-empty tuple of non-negative integers, "
-                         f"but is {sequence_bias!r}.")
-    if any(not _is_float(bias) for bias in sequence_bias.values()):
-        raise ValueError(f"`sequence_bias` has to be a dict with floats as values, but is {sequence_bias!r}.")
-    return {tuple(int(t) for t in seq): float(bias) for seq, bias in sequence_bias.items()}
-
-
-def _bad_words_bias(bad_words_ids, eos_token_id) -> dict:
-    """``bad_words_ids`` (non-empty list of non-empty lists of ids) -> {tuple: -inf}, ``[eos]`` words dropped."""
-    if not isinstance(bad_words_ids, list) or len(bad_words_ids) == 0:
-        raise ValueError(f"`bad_words_ids` has to be a non-empty list, but is {bad_words_ids!r}.")
-    if any(not isinstance(word, list) for word in bad_words_ids):
-        raise ValueError(f"`bad_words_ids` has to be a list of lists, but is {bad_words_ids!r}.")
-    if any(len(word) == 0 or not all(_is_int(t) and t >= 0 for t in word) for word in bad_words_ids):
-        raise ValueError(f"Each list in `bad_words_ids` has to be a non-empty list of non-negative integers, "
-                         f"but is {bad_words_ids!r}.")
-    eos = [] if eos_token_id is None else _eos_list(eos_token_id)
-    words = [word for word in bad_words_ids if all(word != [e] for e in eos)]
-    if not words:  # transformers then fails in SequenceBias ("non-empty dictionary")
-        raise ValueError(f"`bad_words_ids` has to hold a word other than [eos] ({eos}), but is {bad_words_ids!r}.")
-    return {tuple(int(t) for t in word): float("-inf") for word in words}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -262,7 +227,7 @@ class SequenceBiasLogitsProcessor(LogitsProcessor):
     """
 
     def __init__(self, sequence_bias: dict):
-        self.sequence_bias = _check_sequence_bias(sequence_bias)
+        self.sequence_bias = check_sequence_bias(sequence_bias)
 
     def __call__(self, input_ids, scores, **kwargs):
         return sequence_bias_process(input_ids, scores, self.sequence_bias)
@@ -276,7 +241,7 @@ class NoBadWordsLogitsProcessor(LogitsProcessor):
 
     def __init__(self, bad_words_ids: list, eos_token_id=None):
         self.bad_words_ids = bad_words_ids
-        self.sequence_bias = _bad_words_bias(bad_words_ids, eos_token_id)
+        self.sequence_bias = bad_words_bias(bad_words_ids, eos_token_id)
 
     def __call__(self, input_ids, scores, **kwargs):
         return sequence_bias_process(input_ids, scores, self.sequence_bias)
@@ -289,7 +254,7 @@ class PrefixConstrainedLogitsProcessor(LogitsProcessor):
         if not callable(prefix_allowed_tokens_fn):
             raise ValueError(f"`prefix_allowed_tokens_fn` has to be callable (batch_id, input_ids) -> list of "
                              f"token ids, but is {prefix_allowed_tokens_fn!r}")
-        if not _is_int(num_beams) or num_beams < 1:
+        if not is_integer(num_beams) or num_beams < 1:
             raise ValueError(f"`num_beams` has to be a positive integer, but is {num_beams!r}")
         self.prefix_allowed_tokens_fn = prefix_allowed_tokens_fn
         self.num_beams = int(num_beams)
@@ -302,7 +267,7 @@ class ForcedBOSTokenLogitsProcessor(LogitsProcessor):
     """Force ``bos_token_id`` when the row has one token; see :func:`forced_bos_process`."""
 
     def __init__(self, bos_token_id: int):
-        if not _is_int(bos_token_id) or bos_token_id < 0:
+        if not is_integer(bos_token_id) or bos_token_id < 0:
             raise ValueError(f"`forced_bos_token_id` has to be a non-negative integer token id, but is {bos_token_id!r}")
         self.bos_token_id = int(bos_token_id)
 
@@ -314,11 +279,11 @@ class ForcedEOSTokenLogitsProcessor(LogitsProcessor):
     """Force an eos at ``T == max_length - 1``; see :func:`forced_eos_process`."""
 
     def __init__(self, max_length: int, eos_token_id):
-        if not _is_int(max_length) or max_length < 1:
+        if not is_integer(max_length) or max_length < 1:
             raise ValueError(f"`max_length` has to be a positive integer, but is {max_length!r}")
         self.max_length = int(max_length)
         try:
-            self.eos_token_id = _eos_list(eos_token_id)
+            self.eos_token_id = eos_list(eos_token_id)
         except ValueError:
             raise ValueError(f"`forced_eos_token_id` has to be a non-negative integer or a list of them, "
                              f"but is {eos_token_id!r}") from None
@@ -331,7 +296,7 @@ class SuppressTokensLogitsProcessor(LogitsProcessor):
     """``-inf`` for ``suppress_tokens`` at every step; see :func:`suppress_tokens_process`."""
 
     def __init__(self, suppress_tokens):
-        self.suppress_tokens = _check_token_list("suppress_tokens", suppress_tokens)
+        self.suppress_tokens = check_token_list("suppress_tokens", suppress_tokens)
 
     def __call__(self, input_ids, scores, **kwargs):
         return suppress_tokens_process(input_ids, scores, self.suppress_tokens)
@@ -341,8 +306,8 @@ class SuppressTokensAtBeginLogitsProcessor(LogitsProcessor):
     """``-inf`` for ``begin_suppress_tokens`` when ``T == begin_index``; see :func:`suppress_tokens_at_begin_process`."""
 
     def __init__(self, begin_suppress_tokens, begin_index: int):
-        self.begin_suppress_tokens = _check_token_list("begin_suppress_tokens", begin_suppress_tokens)
-        if not _is_int(begin_index) or begin_index < 0:
+        self.begin_suppress_tokens = check_token_list("begin_suppress_tokens", begin_suppress_tokens)
+        if not is_integer(begin_index) or begin_index < 0:
             raise ValueError(f"`begin_index` has to be a non-negative integer, but is {begin_index!r}")
         self.begin_index = int(begin_index)
 

@@ -20,13 +20,13 @@ from conftest import GOLDEN, ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 from test_generate import check
-from test_gpt2_fast import random_model
+from test_fast import random_model
 
 from refdecode.assisted_decoding import assisted_decoding, count_matches, speculative_sampling
 from refdecode.candidate_generator import PromptLookupCandidateGenerator, prompt_lookup
 from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
-from refdecode.gpt2 import GPT2
+from refdecode.model import GPT2
 from refdecode.greedy import greedy_search
 from refdecode.testing import TableModel
 

@@ -23,11 +23,12 @@ def test_add_scores_by_generated_length_and_keeps_best():
     assert h.worst_score == -1.0
 
 
-def test_add_without_generated_len_uses_hyp_length():
-    """The "retrocompatibility" branch of 4.38.2: divide by the whole hypothesis length."""
+def test_add_requires_generated_len():
+    """4.38.2's "retrocompatibility" branch (no generated_len: divide by the whole hypothesis length) is
+    never taken by 4.38.2 or refdecode; refdecode refuses the call instead of silently using another rule."""
     h = BeamHypotheses(num_beams=1, length_penalty=1.0, early_stopping=False)
-    h.add(np.array([1, 2, 3, 4]), -2.0)
-    assert h.beams[0][0] == -0.5
+    with pytest.raises(TypeError, match="generated_len"):
+        h.add(np.array([1, 2, 3, 4]), -2.0)
 
 
 def test_worst_score_starts_at_1e9_and_rejects_worse_when_full():
@@ -166,7 +167,7 @@ def test_finalize_appends_first_eos_and_pads():
     """Finished [1, 2] (eos stripped) and running [1, 3, 4]: width = min(3 + 1, max_length)."""
     s = scorer(num_beam_hyps_to_keep=2, length_penalty=0.0)
     s.beam_hyps[0][0].add(np.array([1, 2]), -0.1, beam_indices=(0, 1), generated_len=2)
-    out = s.finalize(np.array([[1, 3, 4], [1, 3, 5]]), np.array([-0.5, -0.9], dtype=np.float32), None, None,
+    out = s.finalize(np.array([[1, 3, 4], [1, 3, 5]]), np.array([-0.5, -0.9], dtype=np.float32),
                      max_length=10, pad_token_id=8, eos_token_id=[6, 7], beam_indices=np.array([[0, 0], [0, 0]]),
                      decoder_prompt_len=1)
     assert out["sequences"].tolist() == [[1, 2, 6, 8], [1, 3, 4, 6]]
@@ -177,7 +178,7 @@ def test_finalize_appends_first_eos_and_pads():
 
 def test_finalize_width_capped_by_max_length_and_equal_lengths_get_no_eos():
     s = scorer()
-    out = s.finalize(np.array([[1, 3, 4], [1, 3, 5]]), np.array([-0.5, -0.9], dtype=np.float32), None, None,
+    out = s.finalize(np.array([[1, 3, 4], [1, 3, 5]]), np.array([-0.5, -0.9], dtype=np.float32),
                      max_length=3, pad_token_id=8, eos_token_id=6)
     assert out["sequences"].tolist() == [[1, 3, 4]] and out["beam_indices"] is None
 
@@ -188,7 +189,7 @@ def test_finalize_ties_later_inserted_wins():
     s.beam_hyps[0][0].add(np.array([1, 2]), -1.0, generated_len=1)
     s.beam_hyps[0][0].add(np.array([1, 3]), -1.0, generated_len=1)
     s.done[:] = True
-    out = s.finalize(np.zeros((2, 2), np.int64), np.zeros(2, np.float32), None, None, max_length=5,
+    out = s.finalize(np.zeros((2, 2), np.int64), np.zeros(2, np.float32), max_length=5,
                      pad_token_id=0, eos_token_id=9)
     assert out["sequences"].tolist() == [[1, 3, 9]]
 
@@ -198,7 +199,7 @@ def test_finalize_pools_groups():
     s.beam_hyps[0][0].add(np.array([1, 2]), -3.0, generated_len=1)
     s.beam_hyps[0][1].add(np.array([1, 4]), -1.0, generated_len=1)
     s.done[:] = [[True, True]]
-    out = s.finalize(np.zeros((4, 2), np.int64), np.zeros(4, np.float32), None, None, max_length=9,
+    out = s.finalize(np.zeros((4, 2), np.int64), np.zeros(4, np.float32), max_length=9,
                      pad_token_id=0, eos_token_id=9)
     assert out["sequences"].tolist() == [[1, 4, 9], [1, 2, 9]]
 
@@ -256,7 +257,7 @@ def test_finalize_returns_hyps_to_keep_sorted(batch, beams, data):
     ids = np.tile(np.arange(4), (batch * beams, 1))
     final_scores = np.array(data.draw(st.lists(st.floats(-10, -0.125, width=32), min_size=batch * beams,
                                                max_size=batch * beams)), dtype=np.float32)
-    out = s.finalize(ids, final_scores, None, None, max_length=8, pad_token_id=0, eos_token_id=9, decoder_prompt_len=1)
+    out = s.finalize(ids, final_scores, max_length=8, pad_token_id=0, eos_token_id=9, decoder_prompt_len=1)
     assert out["sequences"].shape[0] == batch * keep
     per_prompt = out["sequence_scores"].reshape(batch, keep)
     assert (np.diff(per_prompt, axis=1) <= 0).all()
@@ -265,7 +266,7 @@ def test_finalize_returns_hyps_to_keep_sorted(batch, beams, data):
 def test_finalize_running_beams_scored_by_generated_length_without_eos():
     """Running beams enter finalize with generated length T - prompt (no eos step counted): -3 / 3."""
     s = scorer(length_penalty=1.0)
-    out = s.finalize(np.array([[1, 3, 4, 5], [1, 3, 5, 6]]), np.array([-3.0, -6.0], dtype=np.float32), None, None,
+    out = s.finalize(np.array([[1, 3, 4, 5], [1, 3, 5, 6]]), np.array([-3.0, -6.0], dtype=np.float32),
                      max_length=4, pad_token_id=8, eos_token_id=6, decoder_prompt_len=1)
     assert out["sequence_scores"].tolist() == [-1.0]
 

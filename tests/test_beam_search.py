@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from refdecode.beam_scorer import BeamHypotheses, BeamSearchScorer
-from refdecode.beam_search import beam_sample, beam_search, extend_beam_history, top_candidates
+from refdecode.beam_search import beam_sample, beam_search
+from refdecode.decode_loop import extend_beam_history, top_candidates
 from refdecode.greedy import greedy_search
 from refdecode.testing import TableModel
 

@@ -14,7 +14,7 @@ from safetensors.numpy import load_file, save_file
 
 from refdecode.checkpoint import expected_shapes, load_params, nest, read_header, read_tensor, to_float32
 from refdecode.config import GPT2Config
-from refdecode.gpt2 import GPT2
+from refdecode.model import GPT2
 
 SAVE_PRETRAINED = GOLDEN / "models" / "save_pretrained"
 HUB = GOLDEN / "models" / "hub"

@@ -1,22 +1,34 @@
-"""Fast variants used by the decode loops give exactly what the plain versions beside them give.
+"""The speed-ups inside the readable functions give exactly what the plain algorithm gives.
 
-Guards against a speed-up that changes results: beam_search ranks candidates with
-``top_candidates_partitioned`` (partition + sort of a small pool) instead of a stable argsort of all
-K*V scores; if its tie rule drifted (equal scores must go to the lower flat index ``beam*V + token``),
-beams would silently differ from transformers on ties, which random logits almost never produce
-and -inf / -1e9 padding produce all the time.
+``top_candidates``, ``top_p_warp`` and ``multinomial`` each carry a speed-up inside them (a partition
+before the sort, sorting only the finite scores, a cumulative sum over the non-zero entries only). Each
+is checked here, bit for bit, against the plain algorithm written out in this file (the version the
+docstrings describe, and what these functions were before the speed-up).
+
+Guards against a speed-up that changes results: if ``top_candidates``' tie rule drifted (equal scores
+must go to the lower flat index ``beam*V + token``), beams would silently differ from transformers on
+ties, which random logits almost never produce and -inf / -1e9 padding produce all the time.
 """
 
 import numpy as np
 import pytest
 
-from refdecode.beam_search import top_candidates, top_candidates_partitioned
-from refdecode.checkpoint import read_header, read_tensor, read_tensor_column_major
+from refdecode.checkpoint import read_header, read_tensor
+from refdecode.decode_loop import top_candidates
+from refdecode.fast.layout import read_tensor_column_major
 from refdecode.kv_cache import KVCache
 
 
+def top_candidates_full_sort(total, n):
+    """The plain rule: the first n of a stable argsort of all K*V negated scores."""
+    batch, beams, vocab = total.shape
+    flat = total.reshape(batch, beams * vocab)
+    order = np.argsort(-flat, axis=1, kind="stable")[:, :n]
+    return np.take_along_axis(flat, order, axis=1), order // vocab, order % vocab
+
+
 def assert_same(total, n):
-    plain, fast = top_candidates(total, n), top_candidates_partitioned(total, n)
+    plain, fast = top_candidates_full_sort(total, n), top_candidates(total, n)
     for a, b in zip(plain, fast, strict=True):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(a, b)
@@ -71,13 +83,27 @@ def test_column_major_read_holds_the_same_values(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------------
-# top-p sorting only the finite scores (what TopPLogitsWarper runs) == top_p_warp, bit for bit
+# top_p_warp (sorting only the finite scores where that is exact) == sorting every score, bit for bit
 # ----------------------------------------------------------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from refdecode.logits_warp import TopPLogitsWarper, top_k_warp, top_p_warp, top_p_warp_finite  # noqa: E402
+from refdecode.logits_warp import TopPLogitsWarper, rank_descending, top_k_warp, top_p_warp  # noqa: E402
+from refdecode.numerics import softmax  # noqa: E402
+
+
+def top_p_full_sort(scores, top_p, filter_value=-np.inf, min_tokens_to_keep=1):
+    """The plain rule on the whole batch: sort all V scores ascending, drop the prefix of mass <= 1 - top_p."""
+    vocab = scores.shape[1]
+    order = rank_descending(scores)[:, ::-1]
+    probs = softmax(np.take_along_axis(scores, order, axis=-1))
+    cumulative = np.cumsum(probs, axis=-1, dtype=np.float64).astype(np.float32)
+    remove_sorted = cumulative <= np.float32(1.0 - top_p)
+    remove_sorted[:, max(vocab - min_tokens_to_keep, 0):] = False
+    remove = np.empty_like(remove_sorted)
+    np.put_along_axis(remove, order, remove_sorted, axis=-1)
+    return np.where(remove, np.float32(filter_value), scores)
 
 
 @given(seed=st.integers(0, 2**32 - 1), vocab=st.integers(1, 300), batch=st.integers(1, 3),
@@ -100,8 +126,8 @@ def test_top_p_on_finite_scores_is_bitwise_top_p(seed, vocab, batch, top_k, top_
     elif extra == "all -inf":
         scores[0] = -np.inf
     with np.errstate(invalid="ignore"):
-        want = top_p_warp(scores, top_p, filter_value, min_tokens)
-        got = top_p_warp_finite(scores, top_p, filter_value, min_tokens)
+        want = top_p_full_sort(scores, top_p, filter_value, min_tokens)
+        got = top_p_warp(scores, top_p, filter_value, min_tokens)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)  # NaN == NaN here
 
@@ -112,7 +138,7 @@ def test_top_p_on_finite_scores_is_bitwise_top_p_on_gpt2_sized_rows(seed):
     rng = np.random.default_rng(seed)
     scores = top_k_warp((rng.standard_normal((2, 50257)) * 4.0 / 0.8).astype(np.float32), 50)
     got = TopPLogitsWarper(0.9)(np.zeros((2, 1), dtype=np.int64), scores)
-    np.testing.assert_array_equal(got, top_p_warp(scores, 0.9))
+    np.testing.assert_array_equal(got, top_p_full_sort(scores, 0.9))
     assert 1 <= np.isfinite(got).sum(axis=1).min() and np.isfinite(got).sum(axis=1).max() <= 50
 
 
@@ -121,23 +147,48 @@ def test_top_p_on_finite_scores_drops_a_token_whose_predecessors_mass_is_exactly
     """Dyadic probabilities make the cumulative sum hit 1 - p exactly: that token goes (<=, not <)."""
     scores = np.log(np.array([[0.5, 0.25, 0.125, 0.125]], dtype=np.float32))
     scores = np.concatenate([scores, np.full((1, pad), -np.inf, dtype=np.float32)], axis=1)  # as after top-k
-    got = top_p_warp_finite(scores, 0.75)
-    np.testing.assert_array_equal(got, top_p_warp(scores, 0.75))
+    got = top_p_warp(scores, 0.75)
+    np.testing.assert_array_equal(got, top_p_full_sort(scores, 0.75))
     assert np.flatnonzero(np.isfinite(got[0])).tolist() == [0, 1]
 
 
 # ----------------------------------------------------------------------------------------------------
-# the multinomial draw over the non-zero entries only (what sample / beam_sample use) == multinomial
+# multinomial (a cumulative sum over the non-zero entries only) == the sum over every entry, bit for bit
 # ----------------------------------------------------------------------------------------------------
 
-from refdecode.sampling_draw import multinomial, multinomial_sparse  # noqa: E402
+from refdecode.sampling_draw import multinomial  # noqa: E402
+
+
+def multinomial_full_rows(probs, num_samples, replacement=False, rng=None):
+    """The plain inverse-CDF draw over every entry of each row (zeros included), with the same checks."""
+    p = np.array(probs, dtype=np.float64, ndmin=2)
+    if p.ndim != 2:
+        raise ValueError(f"`probs` has to be 1-D or 2-D (N, V), but has shape {np.shape(probs)}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError("`probs` contains NaN, inf or a negative value")
+    if np.any(p.sum(axis=1) <= 0):
+        raise ValueError("`probs` has a row with no probability mass")
+    if not replacement and np.any(np.count_nonzero(p, axis=1) < num_samples):
+        raise ValueError(f"`num_samples` ({num_samples}) is larger than the number of non-zero probabilities")
+    rows = np.arange(p.shape[0])
+    out = np.empty((p.shape[0], num_samples), dtype=np.int64)
+    for s in range(num_samples):
+        cdf = np.cumsum(p, axis=1)
+        target = rng.random(p.shape[0]) * cdf[:, -1]
+        idx = np.sum(cdf <= target[:, None], axis=1)
+        last_nonzero = p.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
+        idx = np.minimum(idx, last_nonzero)
+        out[:, s] = idx
+        if not replacement:
+            p[rows, idx] = 0.0
+    return out
 
 
 @given(seed=st.integers(0, 2**32 - 1), draw_seed=st.integers(0, 2**32 - 1), vocab=st.integers(1, 200),
        rows=st.integers(1, 4), zeros=st.floats(0.0, 0.99), replacement=st.booleans(), num_samples=st.integers(1, 6),
        dtype=st.sampled_from([np.float32, np.float64]), tiny=st.booleans())
 @settings(deadline=None)
-def test_sparse_multinomial_draws_what_multinomial_draws(seed, draw_seed, vocab, rows, zeros, replacement,
+def test_multinomial_draws_what_the_full_row_draw_draws(seed, draw_seed, vocab, rows, zeros, replacement,
                                                         num_samples, dtype, tiny):
     rng = np.random.default_rng(seed)
     probs = rng.random((rows, vocab)).astype(dtype)
@@ -146,39 +197,38 @@ def test_sparse_multinomial_draws_what_multinomial_draws(seed, draw_seed, vocab,
     probs[rng.random((rows, vocab)) < zeros] = 0.0
     probs[:, rng.integers(vocab)] = dtype(0.5)  # every row keeps at least one non-zero entry
     try:
-        want = multinomial(probs, num_samples, replacement, np.random.default_rng(draw_seed))
+        want = multinomial_full_rows(probs, num_samples, replacement, np.random.default_rng(draw_seed))
     except ValueError as e:  # too few non-zero entries for a draw without replacement: the same error
         with pytest.raises(ValueError, match=str(e)[:40].replace("(", r"\(").replace(")", r"\)")):
-            multinomial_sparse(probs, num_samples, replacement, np.random.default_rng(draw_seed))
+            multinomial(probs, num_samples, replacement, np.random.default_rng(draw_seed))
         return
-    got = multinomial_sparse(probs, num_samples, replacement, np.random.default_rng(draw_seed))
+    got = multinomial(probs, num_samples, replacement, np.random.default_rng(draw_seed))
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, want)
 
 
-def test_sparse_multinomial_on_a_gpt2_sized_top_k_row_and_the_rng_stream_afterwards():
-    from refdecode.numerics import softmax
+def test_multinomial_on_a_gpt2_sized_top_k_row_and_the_rng_stream_afterwards():
     scores = top_k_warp(np.random.default_rng(0).standard_normal((3, 50257)).astype(np.float32) * np.float32(4), 50)
     probs = softmax(scores)
     a, b = np.random.default_rng(7), np.random.default_rng(7)
     for _ in range(20):
-        np.testing.assert_array_equal(multinomial_sparse(probs, 1, False, a), multinomial(probs, 1, False, b))
+        np.testing.assert_array_equal(multinomial(probs, 1, False, a), multinomial_full_rows(probs, 1, False, b))
     assert a.random() == b.random()  # both consumed the same uniforms
 
 
-def test_sparse_multinomial_takes_integer_and_1d_weights_like_multinomial():
+def test_multinomial_takes_integer_and_1d_weights_like_the_full_row_draw():
     for weights in (np.array([[1, 0, 2, 5]]), np.array([0.2, 0.0, 0.8])):
-        np.testing.assert_array_equal(multinomial_sparse(weights, 1, rng=np.random.default_rng(4)),
-                                      multinomial(weights, 1, rng=np.random.default_rng(4)))
+        np.testing.assert_array_equal(multinomial(weights, 1, rng=np.random.default_rng(4)),
+                                      multinomial_full_rows(weights, 1, rng=np.random.default_rng(4)))
 
 
 @pytest.mark.parametrize("bad", [np.array([[0.5, np.nan]]), np.array([[0.5, -0.1]]), np.array([[0.0, 0.0]]),
                                  np.ones((1, 2, 2))])
-def test_sparse_multinomial_refuses_what_multinomial_refuses(bad):
+def test_multinomial_refuses_what_the_full_row_draw_refuses(bad):
     with pytest.raises((ValueError, TypeError)) as plain:
-        multinomial(bad, 1, rng=np.random.default_rng(0))
+        multinomial_full_rows(bad, 1, rng=np.random.default_rng(0))
     with pytest.raises(plain.type, match=str(plain.value)[:20].replace("(", r"\(").replace("[", r"\[")):
-        multinomial_sparse(bad, 1, rng=np.random.default_rng(0))
+        multinomial(bad, 1, rng=np.random.default_rng(0))
 
 
 class ScriptedUniforms(np.random.Generator):
@@ -193,8 +243,8 @@ class ScriptedUniforms(np.random.Generator):
 
 
 @pytest.mark.parametrize("u, want", [(0.0, 1), (0.25, 3), (0.5, 4), (0.999, 4)])
-def test_sparse_multinomial_on_exact_cdf_boundaries(u, want):
+def test_multinomial_on_exact_cdf_boundaries(u, want):
     """target = u * total landing exactly on a cumulative sum: the draw moves past it (cdf <= target)."""
     probs = np.array([[0.0, 0.25, 0.0, 0.25, 0.5]])  # cdf [0, .25, .25, .5, 1]
-    for draw in (multinomial, multinomial_sparse):
+    for draw in (multinomial_full_rows, multinomial):
         assert draw(probs, 1, rng=ScriptedUniforms([u]))[0, 0] == want, draw.__name__

@@ -18,7 +18,7 @@ from conftest import GOLDEN, MODELS
 
 from refdecode.generate import generate, logits_processors, logits_warpers
 from refdecode.generation_config import GenerationConfig
-from refdecode.gpt2 import GPT2
+from refdecode.model import GPT2
 from refdecode.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
 from refdecode.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
 from refdecode.testing import TableModel

@@ -16,17 +16,17 @@ from conftest import GOLDEN, MODELS
 
 from refdecode.config import GPT2Config
 from refdecode.gpt2 import (
-    GPT2,
     attend,
     attention_scores,
-    conv1d,
     default_position_ids,
+    ffn,
     gpt2,
     layer_norm,
-    mlp,
+    linear,
     padding_bias,
 )
 from refdecode.kv_cache import KVCache
+from refdecode.model import GPT2
 from refdecode.numerics import ACT2FN
 
 GOLDEN_MODELS = ["save_pretrained", "hub", "f16_gelu", "bf16_relu"]
@@ -213,12 +213,12 @@ def test_every_intermediate_is_float32():
     x = x.reshape(B * T, -1)
     h = p["h"][1]
     seen["ln_1"] = a = layer_norm(x, **h["ln_1"], eps=c.layer_norm_epsilon)
-    seen["qkv"] = qkv = conv1d(a, **h["attn"]["c_attn"]).reshape(B, T, 3, c.n_head, -1).transpose(2, 0, 3, 1, 4)
+    seen["qkv"] = qkv = linear(a, **h["attn"]["c_attn"]).reshape(B, T, 3, c.n_head, -1).transpose(2, 0, 3, 1, 4)
     seen["scores"] = w = attention_scores(qkv[0], qkv[1], 1, c)
     seen["pad_bias"] = bias = padding_bias(mask)
     seen["attend"] = o = attend(w, qkv[2], bias)
-    seen["attn_out"] = o = conv1d(o.transpose(0, 2, 1, 3).reshape(B * T, -1), **h["attn"]["c_proj"])
-    seen["mlp"] = mlp(layer_norm(x + o, **h["ln_2"], eps=c.layer_norm_epsilon), **h["mlp"],
+    seen["attn_out"] = o = linear(o.transpose(0, 2, 1, 3).reshape(B * T, -1), **h["attn"]["c_proj"])
+    seen["mlp"] = ffn(layer_norm(x + o, **h["ln_2"], eps=c.layer_norm_epsilon), **h["mlp"],
                       act=ACT2FN[c.activation_function])
     cache = model.new_cache(B, T)
     seen["logits"] = gpt2(ids, pos, p, c, cache, mask)

@@ -8,7 +8,7 @@ from conftest import GOLDEN
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.gpt2 import GPT2
+from refdecode.model import GPT2
 from refdecode.greedy import greedy_search
 from refdecode.logits_process import MinLengthLogitsProcessor
 from refdecode.stopping_criteria import MaxLengthCriteria

@@ -21,7 +21,7 @@ from conftest import GOLDEN, MODELS
 from refdecode.beam_scorer import BeamSearchScorer
 from refdecode.beam_search import beam_sample, beam_search
 from refdecode.generation_config import GenerationConfig
-from refdecode.gpt2 import GPT2
+from refdecode.model import GPT2
 from refdecode.greedy import greedy_search
 from refdecode.group_beam_search import group_beam_search
 from refdecode.logits_process import (

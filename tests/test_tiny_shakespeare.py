@@ -16,7 +16,7 @@ import pytest
 from conftest import GOLDEN, MODELS
 from tokenizers import Tokenizer
 
-from refdecode.gpt2 import GPT2
+from refdecode.model import GPT2
 from refdecode.numerics import log_softmax
 
 MODEL_DIR = MODELS / "tiny-shakespeare"

@@ -21,7 +21,7 @@ import numpy as np
 from _common import TOY_EOS, load, show, toy_ids, toy_model, toy_text
 
 from refdecode import BeamHypotheses, BeamSearchScorer, beam_search, greedy_search, log_softmax
-from refdecode.beam_search import top_candidates
+from refdecode.decode_loop import top_candidates
 
 # %% [markdown]
 # ## 1. The loop, on the toy model with an end token  `# NEW`
@@ -69,7 +69,7 @@ while True:
 #       finished: [('The dog has', 0.324), ('The nice woman', 0.18)]   done: False (0.324 > 0.18)
 # -> step 4 candidates: [... p=0.018 ...]: nothing can beat 0.18 any more -> done: True
 
-final = scorer.finalize(ids, beam_scores.reshape(-1), None, None, max_length=max_length, pad_token_id=TOY_EOS,
+final = scorer.finalize(ids, beam_scores.reshape(-1), max_length=max_length, pad_token_id=TOY_EOS,
                         eos_token_id=TOY_EOS, decoder_prompt_len=prompt_len)
 print([toy_text(s) for s in final["sequences"]], [round(float(np.exp(s)), 3) for s in final["sequence_scores"]])
 # -> ['The dog has .', 'The nice woman .'] [0.324, 0.18]      (finalize puts the eos back)

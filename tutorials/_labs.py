@@ -358,7 +358,7 @@ def _cases_hamming_whole() -> Iterator[Case]:
 
 
 def _cases_top_candidates() -> Iterator[Case]:
-    from refdecode.beam_search import top_candidates
+    from refdecode.decode_loop import top_candidates
     total = np.array([[[-1.0, -3.0, -2.5], [-1.2, -0.5, -4.0]]], dtype=np.float32)
     yield "both beams contribute", dict(total=total, n=4), tuple(a.tolist() for a in top_candidates(total, 4))
     first = np.array([[[-1.0, -2.0, -3.0], [-1e9, -1e9, -1e9]]], dtype=np.float32)

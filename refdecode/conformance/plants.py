@@ -65,8 +65,9 @@ def _beam_candidates_k(original: Callable) -> Callable:
 
 
 def _length_penalty_total(original: Callable) -> Callable:
-    def add(self, hyp, sum_logprobs, beam_indices=None, generated_len=None):
-        return original(self, hyp, sum_logprobs, beam_indices, None)           # BUG: whole length, prompt included
+    def add(self, hyp, sum_logprobs, beam_indices=None, *, generated_len):
+        return original(self, hyp, sum_logprobs, beam_indices,
+                        generated_len=hyp.shape[-1])                            # BUG: whole length, prompt included
     return add
 
 

@@ -2,7 +2,7 @@ r"""The GPT-2 forward pass of :mod:`refdecode.gpt2`, rewritten to touch memory l
 
 Contract: exactly that of :func:`refdecode.gpt2.gpt2` (int64 ids (B, T), positions, parameters, a KVCache
 holding S tokens, an optional 0/1 mask (B, S + T) -> float32 logits (B, T or n, V), cache appended in
-place). :class:`~refdecode.gpt2.GPT2` runs this version unless it is made with ``fast=False``; read
+place). :class:`~refdecode.model.GPT2` runs this version when it is made with ``forward="fast"``; read
 :mod:`refdecode.gpt2` to learn the model, read this file to see what a NumPy forward pass costs.
 
 What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-token prefill takes
@@ -29,10 +29,11 @@ What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-t
 4. **Few-row products against transposed weights** (:func:`linear`). With a handful of rows (decoding,
    beams) ``(W^T @ x^T)^T`` on a column-major weight is one OpenBLAS call that streams the weight once in
    its fast direction; ``x @ W`` with 4 rows takes OpenBLAS's small-M GEMM path, which costs several
-   single-row passes. :func:`refdecode.checkpoint.load_params` stores the Conv1D weights column-major
-   (unless memory-mapped), so either form reads contiguous memory.
+   single-row passes. :func:`refdecode.fast.layout.load_params_column_major` stores the Conv1D weights
+   column-major (``from_pretrained(..., forward="fast")`` unless memory-mapped), so either form reads
+   contiguous memory.
 
-tests/test_gpt2_fast.py checks this module against :mod:`refdecode.gpt2` on every golden checkpoint
+tests/test_fast.py checks this module against :mod:`refdecode.gpt2` on every golden checkpoint
 (prefill, padded batches, cached steps, beams) and that generate() gives the same tokens either way.
 """
 
@@ -43,12 +44,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .config import GPT2Config
-from .gpt2 import MASK_MIN, attend, attention_scores, padding_bias
-from .kv_cache import KVCache
-from .numerics import ACT2FN
+from ..config import GPT2Config
+from ..gpt2 import MASK_MIN, attend, attention_scores, padding_bias
+from ..kv_cache import KVCache
+from ..numerics import ACT2FN
 
-__all__ = ["gpt2_fast", "attend_causal_blocked", "softmax_", "gelu_new_", "by_rows", "layer_norm_", "linear"]
+__all__ = ["gpt2_fast", "attend_causal_blocked", "softmax_", "gelu_new_", "by_rows", "layer_norm_", "linear", "mha",
+           "ffn"]
 
 #: Query rows per attention block. GPT-2 124M, 512-token prompt: 32 -> 444 ms, 64 -> 429, 128 -> 421,
 #: 256 -> 432 (fewer, larger blocks mean fewer BLAS calls but more of the masked triangle computed).
@@ -128,7 +130,7 @@ def layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
 
 
 def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """:func:`refdecode.gpt2.conv1d` (``x @ weight + bias``), the bias added in place; x (N, E_in) -> (N, E_out).
+    """:func:`refdecode.gpt2.linear` (``x @ weight + bias``), the bias added in place; x (N, E_in) -> (N, E_out).
 
     With at most FEW_ROWS rows and a column-major ``weight`` the product is taken as ``(weight.T @ x.T).T``:
     OpenBLAS then streams the contiguous rows of ``weight.T`` (one gemv for one row, a tall-skinny GEMM
@@ -208,9 +210,9 @@ def _unscaled_scores(q: np.ndarray, k: np.ndarray, layer: int, config: GPT2Confi
 # ----------------------------------------------------------------------------------------------------
 
 
-def _attn(x: np.ndarray, c_attn: dict, c_proj: dict, *, shape: tuple[int, int], keep: int, layer: int,
-          cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
-    """refdecode.gpt2.attn for the last ``keep`` of the T queries; x (B*T, E) -> (B*keep, E).
+def mha(x: np.ndarray, c_attn: dict, c_proj: dict, *, shape: tuple[int, int], keep: int, layer: int,
+        cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
+    """:func:`refdecode.gpt2.mha` for the last ``keep`` of the T queries; x (B*T, E) -> (B*keep, E).
 
     Keys and values of all T new tokens go into the cache; only the last ``keep`` queries are attended
     (keep = T except in the last layer, see :func:`gpt2_fast`).
@@ -231,8 +233,8 @@ def _attn(x: np.ndarray, c_attn: dict, c_proj: dict, *, shape: tuple[int, int], 
     return linear(out.transpose(0, 2, 1, 3).reshape(B * keep, E), **c_proj)  # merge heads, (B*keep, E)
 
 
-def _mlp(x: np.ndarray, c_fc: dict, c_proj: dict, activation: str) -> np.ndarray:
-    """refdecode.gpt2.mlp, in place; (N, E) -> (N, n_inner) -> (N, E)."""
+def ffn(x: np.ndarray, c_fc: dict, c_proj: dict, activation: str) -> np.ndarray:
+    """:func:`refdecode.gpt2.ffn`, in place; (N, E) -> (N, n_inner) -> (N, E)."""
     if activation != "gelu_new":
         return linear(ACT2FN[activation](linear(x, **c_fc)), **c_proj)
     if x.shape[0] <= FEW_ROWS:  # decoding: a few rows, nothing to gain from chunks
@@ -260,12 +262,12 @@ def gpt2_fast(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str,
         # reach the logits only at the n returned positions: with logits_to_keep=1 (a prefill) the
         # last layer runs 1 row instead of T.
         keep = n if i == config.n_layer - 1 else T
-        h = _attn(layer_norm_(x, **p["ln_1"], eps=eps), **p["attn"], shape=(B, T), keep=keep, layer=i,
-                  cache=cache, pad_bias=pad_bias, config=config)  # (B*keep, E)
+        h = mha(layer_norm_(x, **p["ln_1"], eps=eps), **p["attn"], shape=(B, T), keep=keep, layer=i,
+                cache=cache, pad_bias=pad_bias, config=config)  # (B*keep, E)
         if keep < T:
             x = x.reshape(B, T, -1)[:, T - keep :].reshape(B * keep, -1)  # (B*keep, E), a copy
         x += h
-        x += _mlp(layer_norm_(x, **p["ln_2"], eps=eps), **p["mlp"], activation=config.activation_function)
+        x += ffn(layer_norm_(x, **p["ln_2"], eps=eps), **p["mlp"], activation=config.activation_function)
     cache.advance(T)
     x = layer_norm_(x, **params["ln_f"], eps=eps)  # (B*n, E)
     head = params.get("lm_head", params["wte"])  # (V, E)

@@ -1,7 +1,7 @@
-"""refdecode.gpt2_fast against the plain refdecode.gpt2 (and, through it, transformers 4.38.2 goldens).
+"""refdecode.fast against the plain refdecode.gpt2 (and, through it, transformers 4.38.2 goldens).
 
-The fast forward pass is what ``GPT2`` runs by default, so tests/test_gpt2.py already checks it against the
-transformers goldens. Here: (1) the plain path (``fast=False``) passes the same goldens, (2) each in-place
+The plain forward pass is what ``GPT2`` runs by default, so tests/test_gpt2.py checks it against the
+transformers goldens. Here: (1) the plain path passes the same goldens, (2) each in-place
 kernel gives the plain expression's bits, (3) the blocked attention and the few-row products agree with the
 plain functions to float32 rounding, for every branch (block boundaries, cached prefixes, padding, scaling
 options, C- and F-ordered weights), and (4) generate() picks the same tokens either way.
@@ -22,11 +22,13 @@ from test_gpt2 import rel_err
 from hypothesis import given
 from hypothesis import strategies as st
 
-import refdecode.gpt2_fast as fast
+import refdecode.fast.forward as fast
 from refdecode import GenerationConfig, generate
-from refdecode.checkpoint import nest, read_header, read_tensor, transpose_into
+from refdecode.checkpoint import nest, read_header, read_tensor
 from refdecode.config import GPT2Config
-from refdecode.gpt2 import GPT2, attend, attention_scores, conv1d, layer_norm
+from refdecode.fast.layout import transpose_into
+from refdecode.gpt2 import attend, attention_scores, layer_norm, linear
+from refdecode.model import GPT2
 from refdecode.numerics import gelu_new, softmax
 
 GOLDEN_MODELS = ["save_pretrained", "hub", "f16_gelu", "bf16_relu"]
@@ -35,7 +37,8 @@ LOGITS_RTOL = 1e-5  # fast vs plain, relative to the largest |logit|: float32 ro
 
 def random_model(n_embd: int = 128, n_head: int = 2, n_layer: int = 2, n_positions: int = 300, seed: int = 0,
                  column_major: bool = True, **config) -> GPT2:
-    """A random GPT-2 built in memory (weights ~ N(0, 0.2)), Conv1D weights column-major as load_params stores them."""
+    """A random GPT-2 built in memory (weights ~ N(0, 0.2)) running the fast forward pass, Conv1D weights
+    column-major as load_params_column_major stores them."""
     cfg = GPT2Config(vocab_size=97, n_positions=n_positions, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
                      **config)
     rng = np.random.default_rng(seed)
@@ -51,22 +54,21 @@ def random_model(n_embd: int = 128, n_head: int = 2, n_layer: int = 2, n_positio
             or k.endswith("ln_2.weight") or k == "ln_f.weight" else 0.0) for k, s in shapes.items()}
     if column_major:
         flat = {k: np.asfortranarray(v) if ".c_" in k and k.endswith("weight") else v for k, v in flat.items()}
-    return GPT2(cfg, nest(flat))
+    return GPT2(cfg, nest(flat), forward="fast")
 
 
 def both(model: GPT2, ids: np.ndarray, prefix: np.ndarray | None = None, **kwargs):
     """(plain logits, fast logits, plain cache, fast cache): each path first prefills ``prefix`` (if any)
     into its own cache, then runs ``ids`` after it."""
     out = []
-    for is_fast in (False, True):
-        model.fast = is_fast
+    for forward in ("plain", "fast"):
+        m = GPT2(model.config, model.params, forward=forward)  # the same weights, either forward pass
         cache = None
         if prefix is not None:
-            cache = model.new_cache(prefix.shape[0], prefix.shape[1] + ids.shape[1])
-            model(prefix, past_key_values=cache)
-        r = model(ids, past_key_values=cache, **kwargs)
+            cache = m.new_cache(prefix.shape[0], prefix.shape[1] + ids.shape[1])
+            m(prefix, past_key_values=cache)
+        r = m(ids, past_key_values=cache, **kwargs)
         out.append((r.logits, r.past_key_values))
-    model.fast = True
     (a, ca), (b, cb) = out
     return a, b, ca, cb
 
@@ -80,8 +82,7 @@ def both(model: GPT2, ids: np.ndarray, prefix: np.ndarray | None = None, **kwarg
 def test_plain_path_matches_transformers(name):
     g = np.load(GOLDEN / f"model_{name}.npz")
     assert json.loads(str(g["meta"]))["format_version"] == 1
-    model = GPT2.from_pretrained(GOLDEN / "models" / name)
-    model.fast = False
+    model = GPT2.from_pretrained(GOLDEN / "models" / name, forward="plain")
     assert rel_err(model(g["single_input_ids"]).logits, g["single_logits"]) <= 1e-4
     out = model(g["batch_input_ids"], attention_mask=g["batch_attention_mask"])
     assert rel_err(out.logits, g["batch_logits"]) <= 1e-4
@@ -136,14 +137,14 @@ def test_layer_norm_in_place_is_bitwise_and_leaves_x_alone():
 
 @pytest.mark.parametrize("rows", [1, 2, 4, fast.FEW_ROWS, fast.FEW_ROWS + 1, 40])
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_linear_equals_conv1d(rows, order):
+def test_fast_linear_equals_plain_linear(rows, order):
     rng = np.random.default_rng(rows)
     x = rng.standard_normal((rows, 96), dtype=np.float32)
     w = np.asarray(rng.standard_normal((96, 200), dtype=np.float32), order=order)
     b = rng.standard_normal(200, dtype=np.float32)
     got = fast.linear(x, w, b)
     assert got.dtype == np.float32 and got.flags.c_contiguous and got.shape == (rows, 200)
-    np.testing.assert_allclose(got, conv1d(x, w, b), rtol=0, atol=2e-5)
+    np.testing.assert_allclose(got, linear(x, w, b), rtol=0, atol=2e-5)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -256,7 +257,8 @@ def test_every_fast_intermediate_is_float32(monkeypatch):
 
 @pytest.fixture(scope="module")
 def shakespeare():
-    return GPT2.from_pretrained(MODELS / "tiny-shakespeare")
+    return {forward: GPT2.from_pretrained(MODELS / "tiny-shakespeare", forward=forward)
+            for forward in ("plain", "fast")}
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -267,13 +269,11 @@ def shakespeare():
 def test_generate_gives_the_same_tokens_on_both_paths(shakespeare, kwargs):
     ids = np.array([[5, 622, 2662, 46, 25, 198], [1722, 13, 4522, 12, 9, 11]])  # a batch of two prompts
     out = {}
-    for is_fast in (False, True):
-        shakespeare.fast = is_fast
-        out[is_fast] = generate(shakespeare, ids, generation_config=GenerationConfig(**kwargs), seed=0,
+    for forward, model in shakespeare.items():
+        out[forward] = generate(model, ids, generation_config=GenerationConfig(**kwargs), seed=0,
                                 output_scores=True, return_dict_in_generate=True)
-    shakespeare.fast = True
-    assert np.array_equal(out[True].sequences, out[False].sequences)
-    for s_fast, s_plain in zip(out[True].scores, out[False].scores):
+    assert np.array_equal(out["fast"].sequences, out["plain"].sequences)
+    for s_fast, s_plain in zip(out["fast"].scores, out["plain"].scores):
         finite = np.isfinite(s_plain)
         assert np.array_equal(finite, np.isfinite(s_fast))
         np.testing.assert_allclose(s_fast[finite], s_plain[finite], rtol=0, atol=1e-4)
@@ -281,13 +281,16 @@ def test_generate_gives_the_same_tokens_on_both_paths(shakespeare, kwargs):
 
 def test_loaded_matrices_are_column_major_and_hold_the_file_values():
     path = MODELS / "tiny-shakespeare" / "model.safetensors"
-    model = GPT2.from_pretrained(MODELS / "tiny-shakespeare")
+    model = GPT2.from_pretrained(MODELS / "tiny-shakespeare", forward="fast")
     header = read_header(path)
     w = model.params["h"][1]["mlp"]["c_fc"]["weight"]
     assert w.flags.f_contiguous and w.dtype == np.float32
     stored = read_tensor(path, header["transformer.h.1.mlp.c_fc.weight"]).astype(np.float32)
     assert np.array_equal(w, stored)
     assert model.params["wpe"].flags.c_contiguous  # position embeddings stay row-major (a row is looked up)
+    plain = GPT2.from_pretrained(MODELS / "tiny-shakespeare")  # the plain forward pass reads them as stored
+    assert plain.params["h"][1]["mlp"]["c_fc"]["weight"].flags.c_contiguous
+    assert np.array_equal(plain.params["h"][1]["mlp"]["c_fc"]["weight"], w)
 
 
 @given(st.integers(1, 70), st.integers(1, 70), st.integers(1, 20))
