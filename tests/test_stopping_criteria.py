@@ -11,7 +11,7 @@ import pytest
 from conftest import GOLDEN, MODELS
 
 from refdecode.generate import generate
-from refdecode.gpt2 import GPT2
+from refdecode.model import GPT2
 from refdecode.tokenizer import Tokenizer
 
 from refdecode.greedy import greedy_search
