@@ -79,9 +79,16 @@ _OPTIONS = [
     ("--top-p", "top_p", float, "sample from the smallest set of tokens with probability >= p (default: 1.0 = off)"),
     ("--repetition-penalty", "repetition_penalty", float, "penalise tokens already present; 1.0 = off (default: 1.0)"),
     ("--no-repeat-ngram-size", "no_repeat_ngram_size", int, "forbid repeating any n-gram of this size (default: 0)"),
+    ("--typical-p", "typical_p", float, "locally typical sampling mass; 1.0 = off (default: 1.0)"),
+    ("--epsilon-cutoff", "epsilon_cutoff", float, "drop tokens with probability < this when sampling (default: 0.0)"),
+    ("--eta-cutoff", "eta_cutoff", float, "eta sampling cutoff; 0.0 = off (default: 0.0)"),
+    ("--min-p", "min_p", float, "drop tokens below this fraction of the top probability (transformers 4.41; "
+     "default: off)"),
+    ("--max-time", "max_time", float, "stop after this many seconds (default: none)"),
 ]
 _FLAGS = {field: flag for flag, field, _, _ in _OPTIONS} | {"do_sample": "--do-sample",
-                                                            "early_stopping": "--early-stopping"}
+                                                            "early_stopping": "--early-stopping",
+                                                            "stop_strings": "--stop"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,6 +119,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="sample instead of searching (default: off)")
     ap.add_argument("--early-stopping", dest="early_stopping", choices=["true", "false", "never"], default=None,
                     help="when beam search stops (default: false)")
+    ap.add_argument("--stop", dest="stop_strings", action="append", default=None, metavar="TEXT",
+                    help="stop when the text ends with TEXT; repeatable (transformers 4.41's stop_strings)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random generator when sampling (default: 0)")
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                     help="progress bar on stderr when the text is printed at the end: beam methods, several "
@@ -206,6 +215,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     options = {field: getattr(args, field) for _, field, _, _ in _OPTIONS if getattr(args, field) is not None}
     if args.do_sample:
         options["do_sample"] = True
+    if args.stop_strings:
+        options["stop_strings"] = args.stop_strings
     if args.early_stopping is not None:
         options["early_stopping"] = {"true": True, "false": False}.get(args.early_stopping, "never")
     return options
@@ -255,7 +266,7 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
                                        generation_mode(config).replace("_", " "))
         extra["stopping_criteria"] = [progress] if progress is not None else None
     try:
-        sequences = generate(model, **inputs, seed=args.seed, **options, **extra)
+        sequences = generate(model, **inputs, seed=args.seed, tokenizer=tokenizer, **options, **extra)
     except (ValueError, TypeError) as e:
         raise UsageError(_flags(str(e))) from None
     finally:

@@ -42,6 +42,13 @@ def test_version_and_help_show_defaults_without_rest_markup():
     assert "(default: 1)" in helptext and "else 40)" in helptext and "tiny-shakespeare" in helptext
 
 
+def test_stop_strings_and_the_newer_warpers_are_options():
+    out = run("ROMEO:", *MODEL, "--max-new-tokens", "20", "--stop", "not", "--stop", "zzz")
+    assert out.returncode == 0 and text(out.stdout).rstrip("\n").endswith("not"), text(out.stdout)
+    sampled = run("ROMEO:", *MODEL, "--max-new-tokens", "5", "--do-sample", "--min-p", "0.1", "--typical-p", "0.9")
+    assert sampled.returncode == 0 and sampled.stderr == b"", text(sampled.stderr)
+
+
 # ---- usage errors: exit 2, one short line on stderr, no traceback
 
 USAGE_ERRORS = {
