@@ -89,3 +89,22 @@ def test_search_bugs_fail_beam_decodes_and_nothing_else(decode_suite, plant):
     assert status == 1
     assert {f.split("/")[0] for f in failed} >= {"beam_search", "gpt2_beam_search"}
     assert not [f for f in failed if f.split("/")[0] in ("greedy", "sample", "gpt2_greedy", "gpt2_sample")]
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_planted_restores_refdecode(plant):
+    """``planted`` undoes every patch: the same objects are back after the block."""
+    import refdecode as rd
+    from refdecode.conformance.plants import planted
+    from refdecode.conformance.toy_model import ToyCache
+
+    owners = [rd.TopPLogitsWarper, rd.TopKLogitsWarper, rd.RepetitionPenaltyLogitsProcessor, rd.BeamHypotheses,
+              rd.KVCache, ToyCache]
+    before = [dict(vars(o)) for o in owners] + [dict(vars(m)) for k, m in sorted(sys.modules.items())
+                                                 if k.startswith("refdecode") and m is not None]
+    with planted(plant):
+        pass
+    after = [dict(vars(o)) for o in owners] + [dict(vars(m)) for k, m in sorted(sys.modules.items())
+                                                if k.startswith("refdecode") and m is not None]
+    assert len(before) == len(after)
+    assert all(b.keys() == a.keys() and all(b[k] is a[k] for k in b) for b, a in zip(before, after))

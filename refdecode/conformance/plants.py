@@ -22,6 +22,7 @@ no_cache_reorder           the model state (KV cache / toy hash) is not reordere
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 
@@ -31,7 +32,7 @@ import refdecode as rd
 
 from .toy_model import ToyCache
 
-__all__ = ["PLANTS", "apply"]
+__all__ = ["PLANTS", "apply", "planted"]
 
 
 def _top_p_boundary(self, input_ids, scores, **kwargs):
@@ -82,6 +83,14 @@ def _is_done_heuristic(original: Callable) -> Callable:
     return is_done
 
 
+_UNDO: list[tuple[object, str, object]] = []  # (owner, attribute, original) of every patch, for `planted`
+
+
+def _set(owner: object, name: str, value: object) -> None:
+    _UNDO.append((owner, name, getattr(owner, name)))
+    setattr(owner, name, value)
+
+
 def _replace_everywhere(names: tuple[str, ...], make: Callable[[Callable], Callable]) -> None:
     """Replace each module-level function of ``names`` in every refdecode module that holds it (wherever the
     package keeps it: ``top_candidates_partitioned`` in beam_search.py today, ``top_candidates`` elsewhere)."""
@@ -91,14 +100,14 @@ def _replace_everywhere(names: tuple[str, ...], make: Callable[[Callable], Calla
         holders = [m for m in modules if callable(getattr(m, name, None))]
         replacement = make(getattr(holders[0], name)) if holders else None
         for module in holders:
-            setattr(module, name, replacement)
+            _set(module, name, replacement)
             patched += 1
     if not patched:
         raise ValueError(f"cannot plant: no refdecode module defines any of {names}")
 
 
 def _patch_method(cls: type, name: str, make: Callable[[Callable], Callable]) -> None:
-    setattr(cls, name, make(getattr(cls, name)))
+    _set(cls, name, make(getattr(cls, name)))
 
 
 #: name -> (what is broken, how to plant it)
@@ -124,8 +133,30 @@ PLANTS: dict[str, tuple[str, Callable[[], None]]] = {
 
 
 def apply(name: str) -> None:
-    """Plant bug ``name`` in this process."""
+    """Plant bug ``name`` in this process (``serve --plant``: for the rest of the process)."""
     if name not in PLANTS:
         raise ValueError(f"`--plant` has to be one of {', '.join(PLANTS)} (or `list`), but is {name!r}")
     import refdecode.conformance  # noqa: F401  (every module whose functions a plant replaces is imported)
     PLANTS[name][1]()
+
+
+@contextlib.contextmanager
+def planted(name: str):
+    """Plant bug ``name`` for the ``with`` block only, then put refdecode back.
+
+    >>> import numpy as np, refdecode
+    >>> scores = np.array([[2.0, 2.0, 1.0]], dtype=np.float32)
+    >>> with planted("top_k_ties"):
+    ...     refdecode.TopKLogitsWarper(1)(None, scores)
+    array([[  2., -inf, -inf]], dtype=float32)
+    >>> refdecode.TopKLogitsWarper(1)(None, scores)            # both tokens tied with the 1st largest
+    array([[  2.,   2., -inf]], dtype=float32)
+    """
+    mark = len(_UNDO)
+    apply(name)
+    try:
+        yield
+    finally:
+        while len(_UNDO) > mark:
+            owner, attribute, original = _UNDO.pop()
+            setattr(owner, attribute, original)
