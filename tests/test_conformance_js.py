@@ -1,0 +1,53 @@
+"""The JavaScript example (examples/conformance-js/) passes its share of the conformance suite.
+
+It implements the processors, warpers, ``BeamHypotheses``, ``BeamSearchScorer`` and greedy / sampling /
+beam search over the toy model in plain Node.js, and speaks the protocol of docs/conformance.md. The
+test exports those case types in full and runs ``refdecode conformance check`` on it, as a C++ or Rust
+implementer would. Node.js is on every machine of this project's kind; without it the test fails
+(it does not skip), because CI must run it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+
+import pytest
+from conftest import ROOT
+
+from refdecode.conformance.check import check
+from refdecode.conformance.export import export
+
+JS = ROOT / "examples" / "conformance-js" / "refdecode_conformance.js"
+JS_TYPES = ["temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "min_length", "min_new_tokens",
+            "hamming_diversity", "log_softmax", "beam_hypotheses", "beam_scorer", "greedy", "sample", "beam_search"]
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    path = shutil.which("node")
+    assert path, "Node.js (`node`) is needed to run examples/conformance-js (apt-get install nodejs)"
+    return path
+
+
+def test_the_js_example_passes_its_share_of_the_suite(node, tmp_path):
+    manifest = export(tmp_path, types=JS_TYPES)
+    expected = sum(t["count"] for t in manifest["case_types"])
+    out = io.StringIO()
+    status = check(tmp_path, f'"{node}" "{JS}"', only=",".join(JS_TYPES), out=out)
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == f"{expected} passed, 0 failed", "\n".join(lines[-20:])
+    assert status == 0 and expected >= 900
+
+
+def test_the_js_example_answers_errors_in_the_protocol(node):
+    requests = [{"id": "x/1", "type": "contrastive", "input": {}},
+                {"id": "x/2", "type": "top_k", "input": {"scores": [[1.0, "-inf", 3.0]], "top_k": 1,
+                                                          "min_tokens_to_keep": 1}}]
+    proc = subprocess.run([node, str(JS)], input="\n".join(json.dumps(r) for r in requests) + "\n",
+                          capture_output=True, text=True, timeout=60)
+    first, second = (json.loads(line) for line in proc.stdout.splitlines())
+    assert first["id"] == "x/1" and "not implemented" in first["error"]
+    assert second == {"id": "x/2", "output": {"scores": [["-inf", "-inf", 3.0]]}}
