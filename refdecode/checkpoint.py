@@ -236,8 +236,8 @@ def checked_tensors(path: str | Path, config: GPT2Config) -> dict[str, TensorInf
     stored = read_header(path)
     # 0) sizes first: a config.json asking for n_layer=10**8 must not build 10**9 names before failing
     check_allocation("the weights", 4 * config.n_params(), f"{config.n_params():,} float32 parameters for "
-                     f"n_layer={config.n_layer}, n_embd={config.n_embd}, vocab_size={config.vocab_size}, "
-                     f"n_positions={config.n_positions}")
+                     f"`n_layer`={config.n_layer}, `n_embd`={config.n_embd}, `vocab_size`={config.vocab_size}, "
+                     f"`n_positions`={config.n_positions}")
     n_needed = 12 * config.n_layer + 4 + (0 if config.tie_word_embeddings else 1)
     if n_needed > len(stored):  # name the first missing tensor without listing all n_needed names
         names = {k[len("transformer."):] if k.startswith("transformer.") else k for k in stored}

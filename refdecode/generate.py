@@ -139,7 +139,8 @@ def _check_memory(model: Any, config: GenerationConfig, mode: str, batch: int, p
         need += kept * 4 * rows * vocab * steps
         parts.append(f"{kept} x {steps} steps x {rows} rows x {vocab} kept scores/logits")
     rows_from = "num_beams" if mode != "sample" else "num_return_sequences"
-    check_allocation("generate()", need, f"batch {batch} x {rows_from}: " + "; ".join(parts))
+    check_allocation("generate()", need, f"batch {batch} x `{rows_from}`={getattr(config, rows_from)}: "
+                     + "; ".join(parts))
 
 
 def _default_attention_mask(input_ids: np.ndarray, pad_token_id: int | None, eos: list[int] | None) -> np.ndarray:

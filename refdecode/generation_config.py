@@ -320,6 +320,8 @@ _FIELD_RULES: dict[str, Any] = {
     "prompt_lookup_num_tokens": _integer(minimum=1, allow_none=True),
     "max_matching_ngram_size": _integer(minimum=1, allow_none=True),
     "generation_kwargs": _type_only(dict, "a dict"),
+    "constraints": _type_only((list, tuple), "a list of Constraint objects"),
+    "force_words_ids": _type_only(list, "a list of token-id lists"),
     "transformers_version": _type_only(str, "a string"),
 }
 

@@ -229,7 +229,7 @@ def test_huge_n_layer_is_refused_at_once_saying_what_it_needs(tmp_path):
     model_dir = copy_model(SAVE_PRETRAINED, tmp_path / "m", config=config)
     start = time.perf_counter()
     with pytest.raises(ValueError, match=r"the weights would need [\d.]+ [PT]iB \(.* float32 parameters for "
-                                         r"n_layer=100000000, .*more than this machine's memory"):
+                                         r"`n_layer`=100000000, .*more than this machine's memory"):
         GPT2.from_pretrained(model_dir)
     assert time.perf_counter() - start < 5
 
@@ -250,3 +250,48 @@ def test_nan_weights_are_reported_as_the_checkpoint_fault(tmp_path):
     with pytest.raises(ValueError, match=r"the model's logits contain NaN \(prompt, rows \[0\]\): the checkpoint "
                                          r"holds non-finite weights: h.1.mlp.c_fc.weight \(1 non-finite"):
         generate(model, np.array([[1, 2]]), max_new_tokens=2)
+
+
+# ---- fuzz: random safetensors headers end in a header or a ValueError naming the file (issue 14)
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from refdecode.checkpoint import TensorInfo  # noqa: E402
+
+_JSON_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-5, 70), st.integers(), st.floats(), st.text(max_size=4),
+                         st.sampled_from(["F32", "F16", "BF16", "I64", "U8", "BOOL", "F64", "Q4"]))
+_JSON = st.recursive(_JSON_SCALAR, lambda inner: st.lists(inner, max_size=3) |
+                     st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8)
+_ENTRY = st.one_of(
+    _JSON,
+    st.fixed_dictionaries({"dtype": st.sampled_from(["F32", "F16", "BF16", "I8"]) | _JSON_SCALAR,
+                           "shape": st.lists(st.integers(-1, 6), max_size=3) | _JSON,
+                           "data_offsets": st.lists(st.integers(-2, 80), min_size=2, max_size=2) | _JSON}),
+)
+_HEADER = st.dictionaries(st.sampled_from(["a", "b", "c", "__metadata__", "wte.weight"]) | st.text(max_size=3),
+                          _ENTRY, max_size=4)
+FUZZ_EXAMPLES = int(__import__("os").environ.get("REFDECODE_FUZZ_EXAMPLES", "300"))
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(header=_HEADER | _JSON, data_len=st.integers(0, 80), raw=st.none() | st.binary(max_size=40),
+       size_field=st.none() | st.integers(0, 2**64 - 1))
+def test_fuzzed_headers_parse_or_raise_a_value_error_naming_the_file(tmp_path_factory, header, data_len, raw,
+                                                                     size_field):
+    """Random header JSON (right and wrong types everywhere), random raw header bytes and random header-size
+    fields: read_header returns tensors that lie inside the file without overlapping, or raises a ValueError
+    that names the file; never a TypeError/KeyError/OverflowError from inside the parser."""
+    path = tmp_path_factory.mktemp("fuzz") / "m.safetensors"
+    body = raw if raw is not None else json.dumps(header).encode()
+    n = len(body) if size_field is None else size_field
+    path.write_bytes(struct.pack("<Q", n) + body + bytes(data_len))
+    try:
+        tensors = read_header(path)
+    except ValueError as e:
+        assert str(path) in str(e)
+        return
+    size = path.stat().st_size
+    spans = sorted((t.offset, t.offset + t.nbytes) for t in tensors.values() if t.nbytes)
+    assert all(isinstance(t, TensorInfo) and t.offset + t.nbytes <= size for t in tensors.values())
+    assert all(end <= begin for (_, end), (begin, _) in zip(spans, spans[1:]))

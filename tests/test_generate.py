@@ -303,7 +303,7 @@ def test_all_zero_attention_mask_row_is_refused():
 def test_huge_num_beams_is_refused_before_allocating():
     """``num_beams=10**6`` ran for 22 s into a MemoryError; the request is sized first."""
     model = GPT2.from_pretrained(MODELS / "gpt2-tiny")  # V = 50257: 10**6 rows x V x 16 bytes = 804 GB
-    with pytest.raises(ValueError, match=r"generate\(\) would need [\d.]+ [GTP]iB \(batch 1 x num_beams: 1000000 rows "
+    with pytest.raises(ValueError, match=r"generate\(\) would need [\d.]+ [GTP]iB \(batch 1 x `num_beams`=1000000: 1000000 rows "
                                          r"x vocabulary .* more than this machine's memory"):
         generate(model, PROMPT, num_beams=10**6, max_new_tokens=2)
 
@@ -315,3 +315,63 @@ def test_memory_estimate_counts_kept_scores(monkeypatch):
     generate(model, PROMPT, max_new_tokens=40, num_beams=64)  # 4 arrays x 4 bytes x 64 rows x 10 = 10 kB
     with pytest.raises(ValueError, match=r"1 x 40 steps x 64 rows x 10 kept scores/logits"):  # + 102 kB
         generate(model, PROMPT, num_beams=64, max_new_tokens=40, output_scores=True, return_dict_in_generate=True)
+
+
+# ---- Hypothesis over every generation argument (issue 14): succeed, or ValueError/TypeError naming one
+
+import dataclasses  # noqa: E402
+import re  # noqa: E402
+import warnings  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+FIELDS = sorted(f.name for f in dataclasses.fields(GenerationConfig))
+ARGUMENTS = set(FIELDS) | {"input_ids", "attention_mask", "generation_config", "logits_processor", "seed", "rng",
+                           "stopping_criteria", "draw", "streamer", "assistant_model", "uniform",
+                           "prefix_allowed_tokens_fn", "negative_prompt_ids", "negative_prompt_attention_mask"}
+FUZZ_MODEL = TableModel(np.random.default_rng(5).standard_normal((10, 10)).astype(np.float32), noise=0.3,
+                        n_positions=16, eos_token_id=9)
+WILD = st.one_of(
+    st.none(), st.booleans(), st.sampled_from([np.True_, np.False_]),
+    st.integers(-3, 20), st.integers(-3, 20).map(np.int64), st.sampled_from([10**6, 10**12, -(10**9), 2**63]),
+    st.floats(-3, 3), st.floats(allow_nan=True, allow_infinity=True), st.floats(-3, 3).map(np.float32),
+    st.sampled_from(["", "never", "yes", "false", "heuristic", "constant"]),
+    st.lists(st.integers(-2, 12), max_size=3), st.lists(st.lists(st.integers(-1, 11), max_size=3), max_size=2),
+    st.dictionaries(st.tuples(st.integers(-1, 11)), st.floats(-2, 2), max_size=2),
+    st.just(np.array([1, 2])), st.just(object()),
+)
+
+
+def _names_an_argument(message: str) -> bool:
+    return any(name in ARGUMENTS for name in re.findall(r"`(\w+)`", message))
+
+
+#: examples per fuzz test: 300 in CI (a few seconds); REFDECODE_FUZZ_EXAMPLES=20000 for a long local hunt
+FUZZ_EXAMPLES = int(__import__("os").environ.get("REFDECODE_FUZZ_EXAMPLES", "300"))
+
+
+#: a mode to start from, so that random fields also reach the beam, sampling and group code paths
+MODES = st.sampled_from([{}, {"do_sample": True}, {"num_beams": 2}, {"num_beams": 3, "do_sample": True},
+                         {"num_beams": 4, "num_beam_groups": 2, "diversity_penalty": 1.0},
+                         {"num_beams": 2, "num_return_sequences": 2, "output_scores": True,
+                          "return_dict_in_generate": True}])
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=20_000)
+@given(mode=MODES, kwargs=st.dictionaries(st.sampled_from(FIELDS), WILD, max_size=6), seed=st.integers(0, 3))
+def test_any_generation_arguments_succeed_or_name_the_argument(mode, kwargs, seed):
+    """Random types and values for every GenerationConfig field: each call returns int64 sequences, or raises
+    a ValueError/TypeError whose message names (in backticks) an argument of generate(); nothing else
+    (IndexError, ZeroDivisionError, OverflowError, AttributeError, a comparison's TypeError naming nothing),
+    and no call runs past the deadline (the model has 10 tokens and 16 positions)."""
+    kwargs = {"max_new_tokens": 3, **mode, **kwargs}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = generate(FUZZ_MODEL, PROMPT, seed=seed, **kwargs)
+        except (ValueError, TypeError) as e:
+            assert _names_an_argument(str(e)), f"{type(e).__name__} names no argument: {e}"
+            return
+    sequences = out["sequences"] if not isinstance(out, np.ndarray) else out
+    assert sequences.dtype == np.int64 and sequences.ndim == 2

@@ -295,3 +295,29 @@ def test_generate_warns_for_the_default_max_length_and_for_both_lengths():
 def test_generate_warns_once_for_an_ignored_temperature():
     messages = _generate_messages(max_new_tokens=3, temperature=0.5)
     assert len(messages) == 1 and "`temperature` is set to `0.5`" in messages[0]
+
+
+# ---- fuzz: random generation_config.json files (issue 14)
+
+import dataclasses as _dc  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from test_config import FUZZ_EXAMPLES, json_file_contents  # noqa: E402
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@given(content=json_file_contents([f.name for f in _dc.fields(GenerationConfig)]))
+def test_fuzzed_generation_config_json_loads_or_names_the_file(tmp_path_factory, content):
+    """Any bytes in generation_config.json: a validated GenerationConfig, or a ValueError/TypeError naming the
+    file (``[]`` gave an AttributeError, malformed JSON a JSONDecodeError without the path)."""
+    import warnings
+    path = tmp_path_factory.mktemp("fuzz") / "generation_config.json"
+    path.write_bytes(content)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            config = GenerationConfig.from_json_file(path)
+        except (ValueError, TypeError) as e:
+            assert str(path) in str(e), str(e)
+            return
+    assert type(config.max_length) is int and config.early_stopping in (True, False, "never")
