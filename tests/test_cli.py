@@ -10,10 +10,9 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import MODELS
+from conftest import MODELS, ROOT
 
 MODEL = ["--model", str(MODELS / "tiny-shakespeare")]
 
@@ -195,7 +194,7 @@ def test_a_closed_pipe_ends_the_cli_without_a_traceback():
 def test_the_default_model_is_found_from_any_directory(tmp_path):
     """Without --model the shipped tiny-shakespeare is used, whatever the working directory."""
     out = subprocess.run([sys.executable, "-m", "refdecode", "ROMEO:", "--max-new-tokens", "3"], cwd=tmp_path,
-                         capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+                         capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0 and text(out.stdout).startswith("ROMEO:"), text(out.stderr)
 
 
