@@ -12,6 +12,9 @@ The pipeline, one module per stage::
              (siblings: each imports decode_loop.py, the model calls and bookkeeping they share)
            ──stopping_criteria.py──▶ done?
            ──generate.py──▶ sequences (B*R, T_out) int64 (+ scores, beam indices)
+             (streamers.py: the text as it is generated; generation_output.py: compute_transition_scores)
+
+Around it: cli.py (the ``refdecode`` command, ``python -m refdecode``) and seed.py (``set_seed``).
 
 The imports form layers, with no cycle (tests/test_layering.py checks them): the forward passes
 (gpt2.py, fast/) import nothing of generation, fast/ imports gpt2.py and never the reverse, and the
