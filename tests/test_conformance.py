@@ -346,3 +346,11 @@ def test_non_finite_values_must_match_exactly():
     assert first_difference(F32(2), expected, [["nan", "inf", "-inf", 1.0]]) is None
     assert "differ in being finite" in first_difference(F32(2), expected, [["nan", "-inf", "-inf", 1.0]]).message
     assert "differ in being finite" in first_difference(F32(2), expected, [[0.0, "inf", "-inf", 1.0]]).message
+
+
+def test_gpt2_cases_without_the_golden_files_say_what_to_do(monkeypatch, tmp_path):
+    from refdecode.conformance import cases_decode
+
+    monkeypatch.setattr(cases_decode, "GOLDEN", tmp_path)
+    with pytest.raises(ValueError, match="only a checkout of the refdecode repository has.*--only"):
+        list(REGISTRY["gpt2_greedy"].build())

@@ -298,6 +298,10 @@ def _golden_cases(file: str, modes: tuple[str, ...], sample: bool) -> list[Case]
     """The prompts and settings of a golden file of tools/golden/make_decode_golden.py (transformers 4.38.2)."""
     import json
 
+    if not (GOLDEN / file).is_file():
+        raise ValueError(f"the GPT-2 cases are built from {GOLDEN / file}, which only a checkout of the refdecode "
+                         f"repository has; export from a clone, or leave them out with --only (e.g. --only toy,"
+                         f"processors_and_warpers,beam_bookkeeping)")
     z = np.load(GOLDEN / file)
     meta, cases = json.loads(str(z["meta"])), []
     rng = np.random.default_rng(200)
