@@ -21,14 +21,17 @@ What it does:
    with one JSON line each. Threads: ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=2`` and ``torch.set_num_threads(2)``.
 3) Modes, batch 1, prompt 32 random token ids, exactly 64 new tokens (``min_new_tokens = max_new_tokens = 64``):
    greedy; sampling (top_k=50, top_p=0.9, temperature=0.8); beam search with 4 beams; and prefill: a 512-token
-   prompt and one new token (time to first token; prefill tokens/s = 512 / that time). Each mode is run once as
+   prompt and one new token (time to first token; prefill tokens/s = 512 / that time); greedy_copy and
+   lookup_copy: plain greedy and prompt lookup (``prompt_lookup_num_tokens=10``) on a copy-heavy prompt (a
+   passage, "Repeat the text above word for word:", its first words; ~550 tokens). Each mode is run once as
    warm-up, then ``--rounds`` times per library, alternating the libraries (and which goes first) each round,
    so a change in machine load hits both alike. Reported: the median tokens/s and the ratio refdecode/transformers.
 4) The bandwidth bound: the refdecode worker times a large float32 gemv (a 240 MB matrix times a vector, best of
    10 in each of two orientations; NumPy/OpenBLAS, same threads) -> bytes/s; divided by the bytes of weights
    one decoding step reads (every block matrix and layer norm, all of wte as the tied LM head, one row of
    wpe) gives the tokens/s a step that only streams its weights could reach. Greedy tokens/s is reported
-   as a share of it.
+   as a share of it, and so is prompt lookup's, which can pass 100 %: it reads the weights once for several
+   tokens (the refdecode worker counts the model calls).
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
-MODES = ("greedy", "sampling", "beam4", "prefill512")
+MODES = ("greedy", "sampling", "beam4", "prefill512", "greedy_copy", "lookup_copy")
 PROMPT_LEN, NEW_TOKENS, PREFILL_LEN = 32, 64, 512
+LOOKUP_TOKENS = 10  # prompt_lookup_num_tokens of lookup_copy
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -53,9 +57,26 @@ PROMPT_LEN, NEW_TOKENS, PREFILL_LEN = 32, 64, 512
 # ----------------------------------------------------------------------------------------------------
 
 
+def _copy_prompt():
+    """(1, T) int64: a passage (the start of README.md), an instruction to repeat it, and its first words.
+
+    The kind of input prompt lookup is for (summaries, edits, "repeat the text"), tokenized with the GPT-2
+    tokenizer of models/gpt2-tiny so that both libraries get the same ids.
+    """
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    passage = (ROOT / "README.md").read_text(encoding="utf-8")[:1500]
+    text = passage + "\n\nRepeat the text above word for word:\n\n" + passage[:200]
+    ids = Tokenizer.from_file(str(ROOT / "models" / "gpt2-tiny" / "tokenizer.json")).encode(text).ids
+    return np.array([ids], dtype=np.int64)
+
+
 def _prompt(mode: str, vocab: int):
     import numpy as np
 
+    if mode in ("greedy_copy", "lookup_copy"):
+        return _copy_prompt()
     length = PREFILL_LEN if mode == "prefill512" else PROMPT_LEN
     return np.random.default_rng(0).integers(0, vocab, size=(1, length), dtype=np.int64)
 
@@ -68,6 +89,8 @@ def _gen_kwargs(mode: str) -> dict:
         kw.update(do_sample=True, top_k=50, top_p=0.9, temperature=0.8)
     elif mode == "beam4":
         kw.update(num_beams=4, do_sample=False)
+    elif mode == "lookup_copy":
+        kw.update(do_sample=False, prompt_lookup_num_tokens=LOOKUP_TOKENS)
     else:
         kw.update(do_sample=False)
     return kw
@@ -88,12 +111,24 @@ def worker_refdecode(forward: str) -> None:
     model = GPT2.from_pretrained(CHECKPOINT, forward=forward)
     load = time.perf_counter() - t0
 
+    class Counting:  # the model, counting forward passes (prompt lookup: one per round)
+        def __init__(self, model):
+            self.model, self.calls = model, 0
+
+        def __getattr__(self, name):
+            return getattr(self.model, name)
+
+        def __call__(self, *args, **kwargs):
+            self.calls += 1
+            return self.model(*args, **kwargs)
+
     def run(mode: str) -> dict:
         prompt = _prompt(mode, model.config.vocab_size)
+        counting = Counting(model)
         t0 = time.perf_counter()
-        out = generate(model, prompt, attention_mask=np.ones_like(prompt), seed=0, **_gen_kwargs(mode))
+        out = generate(counting, prompt, attention_mask=np.ones_like(prompt), seed=0, **_gen_kwargs(mode))
         dt = time.perf_counter() - t0
-        return dict(seconds=dt, tokens=out[0, prompt.shape[1]:].tolist())
+        return dict(seconds=dt, tokens=out[0, prompt.shape[1]:].tolist(), calls=counting.calls)
 
     def gemv() -> dict:
         rng = np.random.default_rng(0)
@@ -204,10 +239,14 @@ def main(args: argparse.Namespace) -> None:
     workers = {lib: Worker(lib, args.threads, args.forward) for lib in libs}
     seconds: dict[tuple[str, str], list[float]] = {(m, lib): [] for m in MODES for lib in libs}
     tokens: dict[tuple[str, str], list[int]] = {}
+    calls: dict[str, int] = {}
     bandwidth: list[float] = []
     for mode in MODES:  # warm-up: first-call allocations, page faults
         for lib in libs:
-            tokens[mode, lib] = workers[lib].ask(mode)["tokens"]
+            answer = workers[lib].ask(mode)
+            tokens[mode, lib] = answer["tokens"]
+            if lib == "refdecode":
+                calls[mode] = answer["calls"]
     for r in range(args.rounds):
         order = libs if r % 2 == 0 else libs[::-1]
         for mode in MODES:
@@ -251,6 +290,14 @@ def main(args: argparse.Namespace) -> None:
     print(f"\nbandwidth bound: gemv streams {bw / 1e9:.1f} GB/s; one decoding step reads {step_bytes / 1e6:.0f} MB "
           f"of weights -> {bound:.1f} tok/s. refdecode greedy = {100 * greedy / bound:.0f}% of it, "
           f"transformers greedy = {100 * tok_s('greedy', 'transformers') / bound:.0f}%.")
+    lookup, plain = tok_s("lookup_copy", "refdecode"), tok_s("greedy_copy", "refdecode")
+    per_round = [p / q for p, q in zip(seconds["greedy_copy", "refdecode"], seconds["lookup_copy", "refdecode"])]
+    print(f"\nprompt lookup (prompt_lookup_num_tokens={LOOKUP_TOKENS}) on the copy prompt "
+          f"({len(_copy_prompt()[0])} tokens), refdecode, same run: {lookup:.1f} tok/s vs plain greedy {plain:.1f} "
+          f"tok/s = {lookup / plain:.2f}x (rounds {min(per_round):.2f}-{max(per_round):.2f}x); "
+          f"{NEW_TOKENS} tokens in {calls['lookup_copy']} model calls (plain: {calls['greedy_copy']}); "
+          f"identical tokens: {tokens['lookup_copy', 'refdecode'] == tokens['greedy_copy', 'refdecode']}; "
+          f"{100 * lookup / bound:.0f}% of the bandwidth bound (plain greedy {100 * plain / bound:.0f}%).")
 
 
 if __name__ == "__main__":
