@@ -233,8 +233,8 @@ def main(args: argparse.Namespace) -> None:
             n = c["B"] * c["new"]
             a, t = (n / med(c, lib) for lib in libs)
             b = c["B"] * bound(c, rows, c["S"] + c["new"] / 2)
-            label = {"batch": f"batch B = {c['B']}", "beams": f"beams K = {c['K']}",
-                     "355m": f"355M, {'greedy' if c['K'] == 1 else f'beams K = {c['K']}'}"}[group]
+            kind = "greedy" if c["K"] == 1 else f"beams K = {c['K']}"
+            label = {"batch": f"batch B = {c['B']}", "beams": f"beams K = {c['K']}", "355m": f"355M, {kind}"}[group]
             print(f"| {label} | {a:.1f} | {t:.1f} | {a / t:.2f}x | {b:.1f} | {100 * a / b:.0f}% | {same[key(c)]} |")
     beams = by_group.get("beams", [])
     if beams:
