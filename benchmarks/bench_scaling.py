@@ -5,7 +5,7 @@ or ``.venv-oracle`` with 4.38.2); from the repository root::
 
     .venv-bench/bin/python benchmarks/bench_scaling.py [--rounds 3] [--threads 2] [--only context,batch,beams,355m]
 
-Checkpoints (random weights, float32, made once by transformers, gitignored): ``benchmarks/_checkpoints/
+refdecode runs ``GPT2.from_pretrained(path, forward="fast")``. Checkpoints (random weights, float32, made once by transformers, gitignored): ``benchmarks/_checkpoints/
 gpt2-124m-random`` (``GPT2Config()``) and ``gpt2-355m-random`` (GPT-2 medium's shape: n_embd 1024, 24 layers,
 16 heads). Every case runs in both libraries, alternating, ``--rounds`` times; reported: the median
 tokens/s, the ratio, and the case's **bound**: the tokens/s of a step that only streams the bytes it must
@@ -81,7 +81,7 @@ def worker_refdecode() -> None:
 
     from refdecode import GPT2, generate
 
-    models = {name: GPT2.from_pretrained(path) for name, path in CHECKPOINTS.items()}
+    models = {name: GPT2.from_pretrained(path, forward="fast") for name, path in CHECKPOINTS.items()}
 
     def run(case: dict) -> dict:
         model = models[case["model"]]
@@ -190,15 +190,16 @@ def main(args: argparse.Namespace) -> None:
     todo = cases(set(args.only.split(",")))
     secs: dict[tuple[str, str], list[float]] = {(key(c), lib): [] for c in todo for lib in libs}
     same: dict[str, bool] = {}
-    for c in todo:  # warm-up, and the tokens compared once
-        print(f"warm-up {c}", file=sys.stderr, flush=True)
-        out = {lib: workers[lib].ask(key(c))["tokens"] for lib in libs}
-        same[key(c)] = out["refdecode"] == out["transformers"]
+    for model in sorted({c["model"] for c in todo}):  # warm-up: one short call per model and library
+        for lib in libs:
+            workers[lib].ask(key(dict(group="warm-up", model=model, S=32, B=1, K=1, new=2)))
     bandwidth = []
     for r in range(args.rounds):
         for c in todo:
-            for lib in (libs if r % 2 == 0 else libs[::-1]):
-                secs[key(c), lib].append(workers[lib].ask(key(c))["seconds"])
+            answers = {lib: workers[lib].ask(key(c)) for lib in (libs if r % 2 == 0 else libs[::-1])}
+            for lib in libs:
+                secs[key(c), lib].append(answers[lib]["seconds"])
+            same[key(c)] = answers["refdecode"]["tokens"] == answers["transformers"]["tokens"]
         bandwidth.append(workers["refdecode"].ask("gemv")["bytes_per_s"])
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     sizes = workers["refdecode"].ask("sizes")
