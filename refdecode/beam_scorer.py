@@ -267,20 +267,9 @@ class BeamSearchScorer:
                     raise ValueError("Generated beams >= num_beams -> eos_token_id and pad_token have to be defined")
                 out_tokens[b, :] = pad_token_id  # the pad step: scores 0, rows 0 (of the batch)
                 continue
-            n_running = 0
-            for rank in range(next_tokens.shape[1]):
-                token, score, row = int(next_tokens[b, rank]), next_scores[b, rank], b * g + int(next_indices[b, rank])
-                if eos is not None and token in eos:
-                    if rank >= g:  # an eos outside the top g is not a finished hypothesis
-                        continue
-                    history = None if beam_indices is None else tuple(int(i) for i in beam_indices[row]) + (row,)
-                    hyps.add(input_ids[row].copy(), float(score), beam_indices=history,
-                             generated_len=cur_len - decoder_prompt_len)
-                else:
-                    out_scores[b, n_running], out_tokens[b, n_running], out_rows[b, n_running] = score, token, row
-                    n_running += 1
-                if n_running == g:
-                    break
+            out_scores[b], out_tokens[b], out_rows[b], n_running = split_candidates(
+                hyps, input_ids, next_scores[b], next_tokens[b], b * g + next_indices[b], eos=eos,
+                beam_indices=beam_indices, generated_len=cur_len - decoder_prompt_len)
             if n_running < g:
                 raise ValueError(f"At most {g} tokens in {next_tokens[b].tolist()} can be equal to `eos_token_id: "
                                  f"{eos_token_id}`. Make sure {next_tokens[b].tolist()} are corrected.")
@@ -330,20 +319,66 @@ class BeamSearchScorer:
             pooled = [beam for hyps in self.beam_hyps[b] for beam in hyps.beams]
             ranked = sorted(pooled, key=lambda beam: beam[0])  # ascending; stable
             best += [ranked.pop() for _ in range(n_keep)]       # best first
-        lengths = np.array([len(hyp) for _, hyp, _ in best])     # (B*R,)
-        width = int(lengths.max()) + 1 if max_length is None else min(int(lengths.max()) + 1, max_length)
-        if lengths.min() != lengths.max() and pad_token_id is None:
-            raise ValueError("`pad_token_id` has to be defined")
-        decoded = np.full((len(best), width), pad_token_id if pad_token_id is not None else 0, dtype=np.int64)
-        with_indices = len(best) > 0 and best[0][2] is not None
-        indices = np.full((len(best), width), -1, dtype=np.int64) if with_indices else None
-        for i, (_, hyp, history) in enumerate(best):
-            decoded[i, : lengths[i]] = hyp
-            if indices is not None and history is not None:
-                indices[i, : len(history)] = history
-            if lengths[i] < width:
-                if eos is None:
-                    raise ValueError("`eos_token_id` has to be defined to end hypotheses shorter than the output")
-                decoded[i, lengths[i]] = eos[0]  # only the first eos id
-        scores = np.array([score for score, _, _ in best], dtype=np.float32)  # (B*R,)
-        return {"sequences": decoded, "sequence_scores": scores, "beam_indices": indices}
+        return pad_hypotheses(best, max_length, pad_token_id, eos)
+
+
+# ----------------------------------------------------------------------------------------------------
+# One prompt's step and the final padding, shared with constrained_beam_scorer.py
+# ----------------------------------------------------------------------------------------------------
+
+
+def split_candidates(hyps: BeamHypotheses, input_ids: np.ndarray, scores: np.ndarray, tokens: np.ndarray,
+                     rows: np.ndarray, *, eos: list[int] | None, beam_indices: Any, generated_len: int,
+                     may_finish: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Walk one prompt's ranked candidates (C,): finished ones into ``hyps``, the first g others keep running.
+
+    An eos candidate ranked ``>= g`` (g = ``hyps.num_beams``), or one ``may_finish(row)`` refuses
+    (constrained beam search: not every phrase is in yet), finishes nothing and is skipped; one ranked
+    ``< g`` is added to ``hyps`` (without the eos, its history extended by its row). Others fill the g
+    running slots in rank order. ``rows``: (C,) the row of ``input_ids`` each candidate extends.
+
+    Returns the running slots' scores, tokens and rows, (g,) each, and how many were filled.
+    """
+    g = hyps.num_beams
+    out_scores, out_tokens, out_rows = np.zeros(g, dtype=scores.dtype), np.zeros(g, np.int64), np.zeros(g, np.int64)
+    n_running = 0
+    for rank in range(tokens.shape[0]):
+        token, score, row = int(tokens[rank]), scores[rank], int(rows[rank])
+        if eos is not None and token in eos:
+            if rank >= g or (may_finish is not None and not may_finish(row)):
+                continue  # an eos outside the top g (or refused) is not a finished hypothesis
+            history = None if beam_indices is None else tuple(int(i) for i in beam_indices[row]) + (row,)
+            hyps.add(input_ids[row].copy(), float(score), beam_indices=history, generated_len=generated_len)
+        else:
+            out_scores[n_running], out_tokens[n_running], out_rows[n_running] = score, token, row
+            n_running += 1
+        if n_running == g:
+            break
+    return out_scores, out_tokens, out_rows, n_running
+
+
+def pad_hypotheses(best: list, max_length: int | None, pad_token_id: int | None,
+                   eos: list[int] | None) -> dict[str, np.ndarray | None]:
+    """The chosen (score, hyp, history) hypotheses, best first per prompt -> one padded array each.
+
+    ``sequences`` int64 (N, W), W = min(longest + 1, max_length): a hypothesis shorter than W gets
+    ``eos[0]`` appended, the rest of its row is ``pad_token_id``; ``sequence_scores`` float32 (N,);
+    ``beam_indices`` int64 (N, W) padded with -1, or None (no histories kept).
+    """
+    lengths = np.array([len(hyp) for _, hyp, _ in best])     # (N,)
+    width = int(lengths.max()) + 1 if max_length is None else min(int(lengths.max()) + 1, max_length)
+    if lengths.min() != lengths.max() and pad_token_id is None:
+        raise ValueError("`pad_token_id` has to be defined")
+    decoded = np.full((len(best), width), pad_token_id if pad_token_id is not None else 0, dtype=np.int64)
+    with_indices = len(best) > 0 and best[0][2] is not None
+    indices = np.full((len(best), width), -1, dtype=np.int64) if with_indices else None
+    for i, (_, hyp, history) in enumerate(best):
+        decoded[i, : lengths[i]] = hyp
+        if indices is not None and history is not None:
+            indices[i, : len(history)] = history
+        if lengths[i] < width:
+            if eos is None:
+                raise ValueError("`eos_token_id` has to be defined to end hypotheses shorter than the output")
+            decoded[i, lengths[i]] = eos[0]  # only the first eos id
+    scores = np.array([score for score, _, _ in best], dtype=np.float32)  # (N,)
+    return {"sequences": decoded, "sequence_scores": scores, "beam_indices": indices}

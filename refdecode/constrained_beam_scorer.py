@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .beam_scorer import BeamHypotheses
+from .beam_scorer import BeamHypotheses, pad_hypotheses, split_candidates
 from .constraints import Constraint, ConstraintListState
 
 __all__ = ["ConstrainedBeamSearchScorer", "bank_round_robin"]
@@ -147,20 +147,11 @@ class ConstrainedBeamSearchScorer:
                     raise ValueError("Generated beams >= num_beams -> eos_token_id and pad_token have to be defined")
                 out_tokens[b, :] = pad_token_id  # the pad step, as BeamSearchScorer
                 continue
-            n_running = 0
-            for rank in range(next_tokens.shape[1]):
-                token, score, row = int(next_tokens[b, rank]), next_scores[b, rank], b * k + int(next_indices[b, rank])
-                if eos is not None and token in eos:
-                    if rank >= k or not self.check_completes_constraints(input_ids[row].tolist()):
-                        continue  # an eos ranked >= K, or one before every phrase is in, finishes nothing
-                    history = None if beam_indices is None else tuple(int(i) for i in beam_indices[row]) + (row,)
-                    hyps.add(input_ids[row].copy(), float(score), beam_indices=history,
-                             generated_len=cur_len - decoder_prompt_len)
-                else:
-                    out_scores[b, n_running], out_tokens[b, n_running], out_rows[b, n_running] = score, token, row
-                    n_running += 1
-                if n_running == k:
-                    break
+            # an eos ranked >= K, or one before every phrase is in, finishes nothing
+            out_scores[b], out_tokens[b], out_rows[b], n_running = split_candidates(
+                hyps, input_ids, next_scores[b], next_tokens[b], b * k + next_indices[b], eos=eos,
+                beam_indices=beam_indices, generated_len=cur_len - decoder_prompt_len,
+                may_finish=lambda row: self.check_completes_constraints(input_ids[row].tolist()))
             out_scores[b], out_tokens[b], out_rows[b] = self.step_sentence_constraint(
                 b, input_ids, scores_for_all_vocab, out_scores[b], out_tokens[b], out_rows[b])
             if n_running < k:
@@ -236,19 +227,4 @@ class ConstrainedBeamSearchScorer:
         for hyps in self.beam_hyps:
             ranked = sorted(hyps.beams, key=lambda beam: beam[0])  # ascending, stable: later wins ties
             best += [ranked.pop() for _ in range(n_keep)]
-        lengths = np.array([len(hyp) for _, hyp, _ in best])
-        width = int(lengths.max()) + 1 if max_length is None else min(int(lengths.max()) + 1, max_length)
-        if lengths.min() != lengths.max() and pad_token_id is None:
-            raise ValueError("`pad_token_id` has to be defined")
-        decoded = np.full((len(best), width), pad_token_id if pad_token_id is not None else 0, dtype=np.int64)
-        indices = np.full((len(best), width), -1, dtype=np.int64) if best and best[0][2] is not None else None
-        for i, (_, hyp, history) in enumerate(best):
-            decoded[i, : lengths[i]] = hyp
-            if indices is not None and history is not None:
-                indices[i, : len(history)] = history
-            if lengths[i] < width:
-                if eos is None:
-                    raise ValueError("`eos_token_id` has to be defined to end hypotheses shorter than the output")
-                decoded[i, lengths[i]] = eos[0]
-        return {"sequences": decoded, "sequence_scores": np.array([s for s, _, _ in best], dtype=np.float32),
-                "beam_indices": indices}
+        return pad_hypotheses(best, max_length, pad_token_id, eos)

@@ -187,51 +187,58 @@ def _check_open_unit(name: str, value) -> float:
     return float(value)
 
 
-class TypicalLogitsWarper(LogitsWarper):
+class _CutoffWarper(LogitsWarper):
+    """What the four warpers below share: ``filter_value``, ``min_tokens_to_keep`` and a call that runs their pure
+    function ``warp(scores, cutoff, filter_value, min_tokens_to_keep)`` with the cutoff named by ``cutoff``."""
+
+    warp: staticmethod
+    cutoff: str  # the attribute holding the cutoff (transformers' name: mass, epsilon, min_p)
+
+    def __init__(self, filter_value: float, min_tokens_to_keep: int):
+        self.filter_value = check_filter_value(filter_value)
+        self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return self.warp(scores, getattr(self, self.cutoff), self.filter_value, self.min_tokens_to_keep)
+
+
+class TypicalLogitsWarper(_CutoffWarper):
     """Typical sampling; see :func:`typical_warp`. ``mass`` (``typical_p``) in (0, 1)."""
+
+    warp, cutoff = staticmethod(typical_warp), "mass"
 
     def __init__(self, mass: float = 0.9, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         self.mass = _check_open_unit("typical_p", mass)
-        self.filter_value = check_filter_value(filter_value)
-        self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
-
-    def __call__(self, input_ids, scores, **kwargs):
-        return typical_warp(scores, self.mass, self.filter_value, self.min_tokens_to_keep)
+        super().__init__(filter_value, min_tokens_to_keep)
 
 
-class EpsilonLogitsWarper(LogitsWarper):
+class EpsilonLogitsWarper(_CutoffWarper):
     """Epsilon sampling; see :func:`epsilon_warp`. ``epsilon`` (``epsilon_cutoff``) in (0, 1)."""
+
+    warp, cutoff = staticmethod(epsilon_warp), "epsilon"
 
     def __init__(self, epsilon: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         self.epsilon = _check_open_unit("epsilon_cutoff", epsilon)
-        self.filter_value = check_filter_value(filter_value)
-        self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
-
-    def __call__(self, input_ids, scores, **kwargs):
-        return epsilon_warp(scores, self.epsilon, self.filter_value, self.min_tokens_to_keep)
+        super().__init__(filter_value, min_tokens_to_keep)
 
 
-class EtaLogitsWarper(LogitsWarper):
+class EtaLogitsWarper(_CutoffWarper):
     """Eta sampling; see :func:`eta_warp`. ``epsilon`` (``eta_cutoff``) in (0, 1)."""
+
+    warp, cutoff = staticmethod(eta_warp), "epsilon"
 
     def __init__(self, epsilon: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         self.epsilon = _check_open_unit("eta_cutoff", epsilon)
-        self.filter_value = check_filter_value(filter_value)
-        self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
-
-    def __call__(self, input_ids, scores, **kwargs):
-        return eta_warp(scores, self.epsilon, self.filter_value, self.min_tokens_to_keep)
+        super().__init__(filter_value, min_tokens_to_keep)
 
 
-class MinPLogitsWarper(LogitsWarper):
+class MinPLogitsWarper(_CutoffWarper):
     """Min-p sampling (transformers 4.41+); see :func:`min_p_warp`. ``min_p`` in [0, 1]."""
+
+    warp, cutoff = staticmethod(min_p_warp), "min_p"
 
     def __init__(self, min_p: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         if not is_number(min_p) or not 0.0 <= min_p <= 1.0:
             raise ValueError(f"`min_p` has to be a float in the [0, 1] interval, but is {min_p!r}")
         self.min_p = float(min_p)
-        self.filter_value = check_filter_value(filter_value)
-        self.min_tokens_to_keep = _check_min_tokens_to_keep(min_tokens_to_keep)
-
-    def __call__(self, input_ids, scores, **kwargs):
-        return min_p_warp(scores, self.min_p, self.filter_value, self.min_tokens_to_keep)
+        super().__init__(filter_value, min_tokens_to_keep)

@@ -62,15 +62,9 @@ from .prompt_penalties import (
 )
 from .sampling import sample
 from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
-from .token_constraints import (
-    ForcedBOSTokenLogitsProcessor,
-    ForcedEOSTokenLogitsProcessor,
-    NoBadWordsLogitsProcessor,
-    PrefixConstrainedLogitsProcessor,
-    SequenceBiasLogitsProcessor,
-    SuppressTokensAtBeginLogitsProcessor,
-    SuppressTokensLogitsProcessor,
-)
+from .token_constraints import (ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor, NoBadWordsLogitsProcessor,
+                                PrefixConstrainedLogitsProcessor, SequenceBiasLogitsProcessor,
+                                SuppressTokensAtBeginLogitsProcessor, SuppressTokensLogitsProcessor)
 from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList, StopStringCriteria
 from .validation import ArgumentTypeError, check_allocation, describe
 

@@ -449,15 +449,26 @@ def check_token_list(name: str, ids) -> list[int]:
     return [int(i) for i in ids]
 
 
+#: ``bad_words_ids`` / ``sequence_bias``: container, item type, and the words of transformers' messages for them
+_ID_SEQUENCES = {"sequence_bias": (dict, tuple, "dictionary", "a dict with tuples as keys", "Each key in", "tuple"),
+                 "bad_words_ids": (list, list, "list", "a list of lists", "Each list in", "list")}
+
+
+def _check_id_sequences(name: str, value) -> None:
+    """``value`` a non-empty container of non-empty sequences of ids >= 0 (transformers' checks and messages)."""
+    kind, item_kind, kind_word, shape_words, each, item_word = _ID_SEQUENCES[name]
+    if not isinstance(value, kind) or len(value) == 0:
+        raise ValueError(f"`{name}` has to be a non-empty {kind_word}, but is {value!r}.")
+    if any(not isinstance(seq, item_kind) for seq in value):  # a dict's keys
+        raise ValueError(f"`{name}` has to be {shape_words}, but is {value!r}.")
+    if any(len(seq) == 0 or not all(is_integer(t) and t >= 0 for t in seq) for seq in value):
+        raise ValueError(f"{each} `{name}` has to be a non-empty {item_word} of non-negative integers, "
+                         f"but is {value!r}.")
+
+
 def check_sequence_bias(sequence_bias) -> dict:
     """A non-empty dict {tuple of token ids: float} (transformers' ``_validate_arguments``)."""
-    if not isinstance(sequence_bias, dict) or len(sequence_bias) == 0:
-        raise ValueError(f"`sequence_bias` has to be a non-empty dictionary, but is {sequence_bias!r}.")
-    if any(not isinstance(seq, tuple) for seq in sequence_bias):
-        raise ValueError(f"`sequence_bias` has to be a dict with tuples as keys, but is {sequence_bias!r}.")
-    if any(len(seq) == 0 or not all(is_integer(t) and t >= 0 for t in seq) for seq in sequence_bias):
-        raise ValueError(f"Each key in `sequence_bias` has to be a non-empty tuple of non-negative integers, "
-                         f"but is {sequence_bias!r}.")
+    _check_id_sequences("sequence_bias", sequence_bias)
     if any(not is_float(bias) for bias in sequence_bias.values()):
         raise ValueError(f"`sequence_bias` has to be a dict with floats as values, but is {sequence_bias!r}.")
     return {tuple(int(t) for t in seq): float(bias) for seq, bias in sequence_bias.items()}
@@ -465,13 +476,7 @@ def check_sequence_bias(sequence_bias) -> dict:
 
 def bad_words_bias(bad_words_ids, eos_token_id) -> dict:
     """``bad_words_ids`` (non-empty list of non-empty lists of ids) -> {tuple: -inf}, ``[eos]`` words dropped."""
-    if not isinstance(bad_words_ids, list) or len(bad_words_ids) == 0:
-        raise ValueError(f"`bad_words_ids` has to be a non-empty list, but is {bad_words_ids!r}.")
-    if any(not isinstance(word, list) for word in bad_words_ids):
-        raise ValueError(f"`bad_words_ids` has to be a list of lists, but is {bad_words_ids!r}.")
-    if any(len(word) == 0 or not all(is_integer(t) and t >= 0 for t in word) for word in bad_words_ids):
-        raise ValueError(f"Each list in `bad_words_ids` has to be a non-empty list of non-negative integers, "
-                         f"but is {bad_words_ids!r}.")
+    _check_id_sequences("bad_words_ids", bad_words_ids)
     eos = [] if eos_token_id is None else eos_list(eos_token_id)
     words = [word for word in bad_words_ids if all(word != [e] for e in eos)]
     if not words:  # transformers then fails in SequenceBias ("non-empty dictionary")
