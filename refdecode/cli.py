@@ -8,6 +8,9 @@ Contract: prompt text in, generated text on stdout; every generation option is a
     refdecode "ROMEO:" --num-beams 4 --num-return-sequences 2
     refdecode "ROMEO:" --do-sample --top-p 0.9 --temperature 0.8 --seed 0
     python -m refdecode --help                           # the same command
+    refdecode "ROMEO:" --num-beams 3 --trace trace.json  # also write a step trace (docs/traces.md)
+    refdecode explain "ROMEO:" --num-beams 3 --max-new-tokens 8   # each step as a table
+    refdecode diff trace.json other.json                 # where another engine departs from refdecode
 
 Greedy search and sampling (one sequence) print each word as it is generated (a
 :class:`~refdecode.streamers.TextStreamer`); beam methods show a progress bar on stderr (tqdm,
@@ -122,6 +125,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--stop", dest="stop_strings", action="append", default=None, metavar="TEXT",
                     help="stop when the text ends with TEXT; repeatable (transformers 4.41's stop_strings)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random generator when sampling (default: 0)")
+    ap.add_argument("--trace", type=Path, default=None, metavar="FILE",
+                    help="also write a step trace (JSON) to FILE, for `refdecode diff` (docs/traces.md)")
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                     help="progress bar on stderr when the text is printed at the end: beam methods, several "
                          "sampled sequences (default: when stderr is a terminal)")
@@ -135,7 +140,11 @@ def _parser() -> argparse.ArgumentParser:
 # ``function(argv: list[str]) -> int`` parses ``argv`` (the arguments after NAME) itself and returns the
 # exit status. The module is imported only when its subcommand runs, so cli.py imports none of them.
 # (A prompt that equals a subcommand's name can still be generated from: ``refdecode -- NAME``.)
-SUBCOMMANDS: dict[str, str] = {"conformance": "refdecode.conformance.cli:main"}
+SUBCOMMANDS: dict[str, str] = {
+    "conformance": "refdecode.conformance.cli:main",
+    "diff": "refdecode.diff:main",
+    "explain": "refdecode.explain:main",
+}
 
 
 def _run_subcommand(name: str, argv: list[str]) -> int:
@@ -243,6 +252,7 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
     """Load, configure, generate, print (streamed for one greedy/sampled sequence)."""
     from .generate import generate
     from .generation_config import generation_mode, model_generation_config
+    from .trace import TraceRecorder
 
     _check_prompt(args.prompt)
     model, tokenizer = _load(args.model or default_model_dir())
@@ -265,13 +275,16 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
         progress = _progress_criterion(config.max_new_tokens or config.max_length, args.progress,
                                        generation_mode(config).replace("_", " "))
         extra["stopping_criteria"] = [progress] if progress is not None else None
+    trace = TraceRecorder() if args.trace is not None else None
     try:
-        sequences = generate(model, **inputs, seed=args.seed, tokenizer=tokenizer, **options, **extra)
+        sequences = generate(model, **inputs, seed=args.seed, tokenizer=tokenizer, trace=trace, **options, **extra)
     except (ValueError, TypeError) as e:
         raise UsageError(_flags(str(e))) from None
     finally:
         if not streamed and extra["stopping_criteria"]:
             extra["stopping_criteria"][0].close()
+    if trace is not None:
+        trace.save(args.trace)
     if not streamed:
         for i, row in enumerate(sequences):
             if len(sequences) > 1:

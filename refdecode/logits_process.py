@@ -29,6 +29,7 @@ import inspect
 
 import numpy as np
 
+from .trace import NO_TRACE, Recorder
 from .validation import (check_count, check_input_ids, check_positive_float, check_scores, check_vocab_ids, eos_list,
                          is_integer)
 
@@ -272,6 +273,8 @@ class LogitsProcessorList(list):
     gets all of them, one with named extra parameters gets those (a missing one is a ValueError, as
     4.38.2), a two-argument processor gets none. This is signature inspection, which the house style
     avoids; it is here so that processors written for transformers port unchanged.
+    ``recorder`` (a :class:`~refdecode.trace.Recorder`, by default the no-op one) is given each
+    processor's output under its name: the step trace (docs/traces.md).
 
     >>> procs = LogitsProcessorList([MinLengthLogitsProcessor(3, eos_token_id=0),
     ...                              RepetitionPenaltyLogitsProcessor(2.0),
@@ -280,10 +283,17 @@ class LogitsProcessorList(list):
     array([[-inf,   3.,  -1.]], dtype=float32)
     """
 
-    def __call__(self, input_ids: np.ndarray, scores: np.ndarray, **kwargs) -> np.ndarray:
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray, recorder: Recorder = NO_TRACE,
+                 **kwargs) -> np.ndarray:
         for processor in self:
-            scores = processor(input_ids, scores, **_kwargs_taken(processor, kwargs))
+            scores = recorder.stage(_stage_name(processor),
+                                    processor(input_ids, scores, **_kwargs_taken(processor, kwargs)))
         return scores
+
+
+def _stage_name(processor) -> str:
+    """The name a trace gives a processor's output: its class name (a plain function: its own name)."""
+    return processor.__name__ if inspect.isfunction(processor) else type(processor).__name__
 
 
 def _kwargs_taken(processor, kwargs: dict) -> dict:
