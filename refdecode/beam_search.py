@@ -44,6 +44,7 @@ from .generation_output import GenerateBeamDecoderOnlyOutput
 from .logits_process import LogitsProcessorList
 from .numerics import log_softmax, softmax
 from .sampling_draw import checked_draw, multinomial
+from .trace import NO_TRACE, Recorder
 
 __all__ = ["beam_search", "beam_sample", "sample_candidates", "BeamSampler"]
 
@@ -60,8 +61,8 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
                 stopping_criteria: Any = None, max_length: int | None = None, pad_token_id: int | None = None,
                 eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                 output_logits: bool = False, return_dict_in_generate: bool = False,
-                attention_mask: np.ndarray | None = None, *,
-                sampler: BeamSampler | None = None) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
+                attention_mask: np.ndarray | None = None, *, sampler: BeamSampler | None = None,
+                trace: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
     """Beam search over ``input_ids`` int64 (B*K, T) (each prompt repeated K times); see the module docstring.
 
     With ``sampler`` (what :func:`beam_sample` passes) this is beam sample: every beam starts live, the
@@ -91,8 +92,10 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
     # 1) model call: the prompt once per distinct prompt, cache expanded to the K beams
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while True:
+        trace.step(input_ids)
         # 2) processors (then warpers, beam sample) on the log-probabilities of the step (B*K, V)
-        processed = logits_warper(input_ids, logits_processor(input_ids, log_softmax(logits)))
+        processed = logits_processor(input_ids, trace.stage("log_softmax", log_softmax(logits)), recorder=trace)
+        processed = logits_warper(input_ids, processed, recorder=trace)
         scores, raw_logits = collect(scores, check_no_nan(processed, input_ids.shape[1])), collect(raw_logits, logits)
         # 3) selection among the K*V continuations of each prompt: the top n_candidates, or 2K drawn; (B, C) each
         total = processed.reshape(batch, beams, -1) + beam_scores[:, :, None]  # (B*K, V) -> (B, K, V)
@@ -100,13 +103,14 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
                       else sample_candidates(total, 2 * beams, sampler.draw, sampler.rng))
         # 4) bookkeeping: the scorer splits finished/running; reorder ids, cache and history
         input_ids, beam_scores, history = advance_beams(beam_scorer, input_ids, candidates, history, cache,
-                                                        pad_token_id, eos, prompt_len)
+                                                        pad_token_id, eos, prompt_len, trace)
         # 5) stopping: every prompt done, or a criterion fires
         if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
+    trace.stopped(criteria, input_ids, all_done=beam_scorer.is_done)
     return finish_beams(beam_scorer, input_ids, beam_scores, history, criteria.max_length, pad_token_id, eos,
-                        prompt_len, (scores, raw_logits), cache, return_dict_in_generate, output_scores)
+                        prompt_len, (scores, raw_logits), cache, return_dict_in_generate, output_scores, trace)
 
 
 def sample_candidates(total: np.ndarray, n: int, draw: Callable[..., np.ndarray],
@@ -130,8 +134,8 @@ def beam_sample(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
                 pad_token_id: int | None = None, eos_token_id: int | list[int] | None = None,
                 output_scores: bool = False, output_logits: bool = False, return_dict_in_generate: bool = False,
                 attention_mask: np.ndarray | None = None, rng: np.random.Generator | None = None,
-                seed: int | None = None,
-                draw: Callable[..., np.ndarray] | None = None) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
+                seed: int | None = None, draw: Callable[..., np.ndarray] | None = None,
+                trace: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
     """Beam sample over ``input_ids`` int64 (B*K, T); see the module docstring. ``scores`` holds the warped
     per-step scores. ``draw``/``rng``/``seed`` as in :func:`refdecode.sampling.sample`. The loop is
     :func:`beam_search`'s, with a :class:`BeamSampler`."""
@@ -139,4 +143,4 @@ def beam_sample(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
                           draw if draw is not None else multinomial, make_rng(rng, seed))
     return beam_search(model, input_ids, beam_scorer, logits_processor, stopping_criteria, max_length, pad_token_id,
                        eos_token_id, output_scores, output_logits, return_dict_in_generate, attention_mask,
-                       sampler=sampler)
+                       sampler=sampler, trace=trace)

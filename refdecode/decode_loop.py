@@ -41,6 +41,7 @@ from .stopping_criteria import (
     update_unfinished,
     validate_stopping_criteria,
 )
+from .trace import NO_TRACE, Recorder
 from .validation import check_integer
 
 __all__ = ["prefill", "decode_step", "check_logits", "repeat_run_length", "model_capacity", "loop_defaults",
@@ -305,8 +306,8 @@ def extend_beam_history(history: np.ndarray | None, beam_idx: np.ndarray) -> np.
 
 
 def advance_beams(beam_scorer: BeamSearchScorer, input_ids: np.ndarray, candidates: tuple, history: Any,
-                  cache: Any, pad_token_id: int | None, eos: list[int] | None,
-                  prompt_len: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                  cache: Any, pad_token_id: int | None, eos: list[int] | None, prompt_len: int,
+                  trace: Recorder = NO_TRACE) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """One beam step's bookkeeping: the scorer splits the ranked candidates into finished and running
     beams (:meth:`~refdecode.beam_scorer.BeamSearchScorer.process`), then :func:`follow_beams`.
 
@@ -316,6 +317,7 @@ def advance_beams(beam_scorer: BeamSearchScorer, input_ids: np.ndarray, candidat
     cand_scores, cand_beams, cand_tokens = candidates
     step = beam_scorer.process(input_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=pad_token_id,
                                eos_token_id=eos, beam_indices=history, decoder_prompt_len=prompt_len)
+    trace.beam_step(beam_scorer, step, cand_scores, cand_beams, cand_tokens, input_ids, eos, prompt_len)
     return follow_beams(step, input_ids, history, cache, beam_scorer.batch_size)
 
 
@@ -336,12 +338,13 @@ def follow_beams(step: dict, input_ids: np.ndarray, history: Any, cache: Any,
 def finish_beams(beam_scorer: BeamSearchScorer, input_ids: np.ndarray, beam_scores: np.ndarray, history: Any,
                  max_length: int | None, pad_token_id: int | None, eos: list[int] | None, prompt_len: int,
                  records: tuple[tuple | None, tuple | None], cache: Any, return_dict_in_generate: bool,
-                 output_scores: bool) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
+                 output_scores: bool, trace: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
     """``BeamSearchScorer.finalize`` on the running beams -> the sequences, or the output object
     (``sequences_scores`` only with ``output_scores``). ``records``: the (scores, raw logits) of the loop."""
     final = beam_scorer.finalize(input_ids, beam_scores.reshape(-1), max_length=max_length,
                                  pad_token_id=pad_token_id, eos_token_id=eos, beam_indices=history,
                                  decoder_prompt_len=prompt_len)
+    trace.final(final["sequences"], final["sequence_scores"], final["beam_indices"])
     if not return_dict_in_generate:
         return final["sequences"]
     scores, raw_logits = records

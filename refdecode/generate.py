@@ -66,6 +66,7 @@ from .token_constraints import (ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLog
                                 PrefixConstrainedLogitsProcessor, SequenceBiasLogitsProcessor,
                                 SuppressTokensAtBeginLogitsProcessor, SuppressTokensLogitsProcessor)
 from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList, StopStringCriteria
+from .trace import NO_TRACE, Recorder
 from .validation import ArgumentTypeError, check_allocation, describe
 
 __all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
@@ -355,13 +356,24 @@ def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> Non
                       "will stop at `max_length`.", UserWarning, stacklevel=3)
 
 
+def _check_trace(trace: Any, mode: str) -> Recorder:
+    """``trace=None`` -> the no-op recorder; a Recorder as is (not for assisted decoding); anything else is refused."""
+    if trace is None:
+        return NO_TRACE
+    if not isinstance(trace, Recorder):
+        raise TypeError(f"`trace` has to be a refdecode.trace.TraceRecorder (or None), but is {type(trace).__name__}")
+    if mode == "assisted_generation":
+        raise ValueError("`trace` records greedy, sample and the beam modes; assisted decoding is not traced (yet)")
+    return trace
+
+
 def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
              generation_config: GenerationConfig | None = None, logits_processor: Any = None,
              stopping_criteria: Any = None, seed: int | None = None, rng: np.random.Generator | None = None,
              draw: Callable[..., np.ndarray] | None = None, streamer: Any = None, assistant_model: Any = None,
              uniform: Callable[..., np.ndarray] | None = None, prefix_allowed_tokens_fn: Callable | None = None,
              negative_prompt_ids: np.ndarray | None = None, negative_prompt_attention_mask: np.ndarray | None = None,
-             tokenizer: Any = None, **kwargs: Any) -> Any:
+             tokenizer: Any = None, trace: Recorder | None = None, **kwargs: Any) -> Any:
     """Generate continuations of ``input_ids`` int64 (B, T) (left-padded, with ``attention_mask`` (B, T)).
 
     ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
@@ -376,6 +388,8 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     row per generated row) are the unconditional branch of ``guidance_scale`` (docs/guidance.md).
     ``tokenizer`` is needed by ``stop_strings=`` (transformers 4.41's
     :class:`~refdecode.stopping_criteria.StopStringCriteria`).
+    ``trace``, a :class:`~refdecode.trace.TraceRecorder`, records every step (docs/traces.md); None (the
+    default) records nothing.
 
     >>> from refdecode.testing import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)),
@@ -409,6 +423,8 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
             raise ValueError("`streamer` cannot be used with beam search (yet!). Make sure that `num_beams` is set "
                              "to 1.")
         streamer.put(input_ids)
+    trace = _check_trace(trace, mode)
+    trace.start(mode, input_ids, config)
     processors = logits_processors(config, prompt_len, logits_processor, prompt=input_ids, model=model,
                                    prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
                                    negative_prompt_ids=_negative_prompt(model, negative_prompt_ids),
@@ -420,6 +436,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     if mode == "assisted_generation":
         return _assisted_generation(model, assistant_model, input_ids, attention_mask, config, logits_processor,
                                     common, make_rng(rng, seed), draw, uniform or default_uniform, streamer, kwargs)
+    common["trace"] = trace  # every loop below records its steps (not assisted decoding, above)
     if mode == "greedy_search":
         return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, **common)
     if mode == "sample":

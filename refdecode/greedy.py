@@ -25,6 +25,7 @@ from .decode_loop import (append_tokens, check_no_nan, check_pad_token, collect,
                           loop_defaults, model_capacity, prefill, step_records)
 from .generation_output import GenerateDecoderOnlyOutput
 from .stopping_criteria import stop_rows
+from .trace import NO_TRACE, Recorder
 
 __all__ = ["greedy_search"]
 
@@ -34,7 +35,7 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
                   eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                   output_logits: bool = False, return_dict_in_generate: bool = False,
                   attention_mask: np.ndarray | None = None, streamer: Any = None,
-                  ) -> np.ndarray | GenerateDecoderOnlyOutput:
+                  trace: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
     """Greedy decoding of the N rows of ``input_ids`` (int64 (N, T)); ``attention_mask`` (N, T) or None.
 
     ``streamer`` (see :mod:`refdecode.streamers`) receives each step's (N,) tokens, then ``end()``.
@@ -58,8 +59,10 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
     # 1) model call: the prompt once, then one token per step (at the end of the loop)
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while unfinished.any():  # until every row is finished (step 5)
+        trace.step(input_ids)
         # 2) processors on the raw logits (N, V)
-        next_scores = check_no_nan(logits_processor(input_ids, logits), input_ids.shape[1])
+        next_scores = check_no_nan(logits_processor(input_ids, trace.stage("logits", logits), recorder=trace),
+                                   input_ids.shape[1])
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: argmax, lowest id on ties
         next_tokens = np.argmax(next_scores, axis=-1).astype(np.int64)  # (N,)
@@ -67,6 +70,9 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
         input_ids, unfinished = append_tokens(input_ids, next_tokens, unfinished, eos, pad_token_id, streamer)
         # 5) stopping: a row is finished once it emitted eos or a criterion stops it (the batch, or per row)
         unfinished = stop_rows(criteria(input_ids, scores), unfinished)
+        trace.selected(input_ids[:, -1], unfinished)
         if unfinished.any():  # 1) model call for the next step: the newest token of each row, cached
             logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
+    trace.stopped(criteria, input_ids)
+    trace.final(input_ids)
     return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer)

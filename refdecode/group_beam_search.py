@@ -34,6 +34,7 @@ from .beam_scorer import BeamSearchScorer
 from .decode_loop import (check_beam_rows, check_no_nan, collect, decode_step, extend_beam_history, finish_beams,
                           loop_defaults, model_capacity, prefill, step_records, top_candidates)
 from .numerics import log_softmax
+from .trace import NO_TRACE, Recorder
 
 __all__ = ["group_beam_search", "group_rows", "group_step", "GroupStep"]
 
@@ -67,7 +68,7 @@ class GroupStep(NamedTuple):
 def group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_scores: np.ndarray,
                current_tokens: np.ndarray, histories: list | None, logits_processor: Any,
                beam_scorer: BeamSearchScorer, *, n_candidates: int, pad_token_id: int | None, eos: list[int] | None,
-               prompt_len: int) -> GroupStep:
+               prompt_len: int, trace: Recorder = NO_TRACE) -> GroupStep:
     """One group's beam-search step: processors, selection and the scorer's bookkeeping, for the group's rows.
 
     Reads ``logits`` (B*K, V), ``input_ids`` (B*K, T), ``beam_scores`` (B, K) and ``current_tokens`` (B*K,)
@@ -76,9 +77,10 @@ def group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_score
     batch, beams, size = beam_scorer.batch_size, beam_scorer.num_beams, beam_scorer.group_size
     rows = group_rows(batch, beams, group, size)                   # (B*g,)
     group_ids = input_ids[rows]                                    # (B*g, T)
+    trace.step(group_ids, group=group, rows=rows)
     # 2) processors on the group's log-probs, told which tokens earlier groups chose this step
-    processed = logits_processor(group_ids, log_softmax(logits[rows]), current_tokens=current_tokens,
-                                 beam_group_idx=group)
+    processed = logits_processor(group_ids, trace.stage("log_softmax", log_softmax(logits[rows])),
+                                 current_tokens=current_tokens, beam_group_idx=group, recorder=trace)
     check_no_nan(processed, input_ids.shape[1])
     # 3) selection: top candidates among the group's g*V continuations of each prompt, (B, C) each
     columns = slice(group * size, (group + 1) * size)
@@ -89,6 +91,7 @@ def group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_score
     step = beam_scorer.process(group_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=pad_token_id,
                                eos_token_id=eos, beam_indices=flat_history, group_index=group,
                                decoder_prompt_len=prompt_len)
+    trace.beam_step(beam_scorer, step, cand_scores, cand_beams, cand_tokens, group_ids, eos, prompt_len)
     beam_idx = step["next_beam_indices"]                                       # (B*g,)
     history = None if histories is None else extend_beam_history(histories[group], beam_idx)
     return GroupStep(rows, processed, beam_idx, step["next_beam_tokens"],
@@ -99,7 +102,7 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
                       stopping_criteria: Any = None, max_length: int | None = None, pad_token_id: int | None = None,
                       eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                       output_logits: bool = False, return_dict_in_generate: bool = False,
-                      attention_mask: np.ndarray | None = None) -> Any:
+                      attention_mask: np.ndarray | None = None, trace: Recorder = NO_TRACE) -> Any:
     """Group beam search over ``input_ids`` int64 (B*K, T) (each prompt repeated K times); see the module docstring.
 
     ``logits_processor`` should contain a HammingDiversityLogitsProcessor (``generate`` adds it
@@ -126,7 +129,7 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
             # 2) processors, 3) selection, 4) bookkeeping -- for one group, then the loop writes its rows
             step = group_step(group, logits, input_ids, beam_scores, current_tokens, histories, logits_processor,
                               beam_scorer, n_candidates=n_candidates, pad_token_id=pad_token_id, eos=eos,
-                              prompt_len=prompt_len)
+                              prompt_len=prompt_len, trace=trace)
             rows, continued = step.rows, step.rows[step.beam_idx]  # (B*g,) each: the group's rows, their sources
             next_ids[rows], reorder[rows], current_tokens[rows] = input_ids[continued], continued, step.tokens
             step_scores[rows], beam_scores[:, group * size : (group + 1) * size] = step.processed, step.beam_scores
@@ -139,6 +142,7 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
         if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, current_tokens, attention_mask, cache)
+    trace.stopped(criteria, input_ids, all_done=beam_scorer.is_done)
     final_history = None if histories is None else np.concatenate(histories, axis=0)  # group-major (quirk)
     return finish_beams(beam_scorer, input_ids, beam_scores, final_history, criteria.max_length, pad_token_id, eos,
-                        prompt_len, (scores, raw_logits), cache, return_dict_in_generate, output_scores)
+                        prompt_len, (scores, raw_logits), cache, return_dict_in_generate, output_scores, trace)

@@ -26,6 +26,7 @@ from .logits_process import LogitsProcessorList
 from .numerics import softmax
 from .sampling_draw import checked_draw, multinomial
 from .stopping_criteria import stop_rows
+from .trace import NO_TRACE, Recorder
 
 __all__ = ["sample"]
 
@@ -36,7 +37,7 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
            return_dict_in_generate: bool = False, attention_mask: np.ndarray | None = None,
            rng: np.random.Generator | None = None, seed: int | None = None,
            draw: Callable[..., np.ndarray] | None = None, streamer: Any = None,
-           ) -> np.ndarray | GenerateDecoderOnlyOutput:
+           trace: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
     """Sample one token per step for each of the N rows of ``input_ids`` (int64 (N, T)).
 
     ``streamer`` (see :mod:`refdecode.streamers`) receives each step's (N,) tokens, then ``end()``.
@@ -59,8 +60,10 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
     # 1) model call: the prompt once (distinct rows only), then one token per step
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while unfinished.any():  # until every row is finished (step 5)
+        trace.step(input_ids)
         # 2) processors, then warpers, on the raw logits (N, V)
-        next_scores = check_no_nan(logits_warper(input_ids, logits_processor(input_ids, logits)), input_ids.shape[1])
+        processed = logits_processor(input_ids, trace.stage("logits", logits), recorder=trace)
+        next_scores = check_no_nan(logits_warper(input_ids, processed, recorder=trace), input_ids.shape[1])
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: one draw per row from softmax of the warped scores
         next_tokens = checked_draw(draw, softmax(next_scores), 1, False, rng)[:, 0]  # (N, 1) -> (N,)
@@ -68,6 +71,9 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
         input_ids, unfinished = append_tokens(input_ids, next_tokens, unfinished, eos, pad_token_id, streamer)
         # 5) stopping: a row is finished once it emitted eos or a criterion stops it (the batch, or per row)
         unfinished = stop_rows(criteria(input_ids, scores), unfinished)
+        trace.selected(input_ids[:, -1], unfinished)
         if unfinished.any():  # 1) model call for the next step: the newest token of each row, cached
             logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
+    trace.stopped(criteria, input_ids)
+    trace.final(input_ids)
     return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer)

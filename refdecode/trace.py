@@ -161,14 +161,16 @@ class Recorder:
         return scores
 
     def selected(self, tokens: np.ndarray, unfinished: np.ndarray | None = None) -> None:
-        """Greedy / sample: the tokens (N,) appended, and which rows are still unfinished (N,) after them."""
+        """Greedy / sample: the tokens (N,) appended, and which rows are still unfinished (N,) after them
+        (eos and the stopping criteria applied)."""
 
     def beam_step(self, scorer: Any, out: dict, cand_scores: np.ndarray, cand_beams: np.ndarray,
                   cand_tokens: np.ndarray, input_ids: np.ndarray, eos: list[int] | None, prompt_len: int) -> None:
         """Beam modes, after ``scorer.process``: candidates (B, C), hypotheses added, selection, ``is_done``."""
 
-    def stopped(self, criteria: Any, input_ids: np.ndarray, all_done: bool) -> None:
-        """After the loop: what stopped it (every prompt/row done, or which criteria fired)."""
+    def stopped(self, criteria: Any, input_ids: np.ndarray, all_done: bool = False) -> None:
+        """After the loop: what stopped it (beam modes: ``all_done`` = every prompt done; else which criteria
+        fire on the final ``input_ids``; if none, every row emitted eos)."""
 
     def final(self, sequences: np.ndarray, sequence_scores: np.ndarray | None = None,
               beam_indices: np.ndarray | None = None) -> None:
@@ -241,8 +243,10 @@ class TraceRecorder(Recorder):
         step["selected"].append({"rows": self._rows, "tokens": [int(t) for t in tokens]})
         if unfinished is not None:
             before = self._unfinished if self._unfinished is not None else np.ones_like(unfinished)
-            step["done"] = [{"row": r, "done": not bool(u), "reason": _row_reason(bool(b), bool(u))}
-                            for r, (b, u) in enumerate(zip(before, unfinished))]
+            eos = self.header.get("settings", {}).get("eos_token_id")
+            eos = [eos] if isinstance(eos, int) else eos or []
+            step["done"] = [{"row": r, "done": not bool(u), "reason": _row_reason(bool(b), bool(u), int(t) in eos)}
+                            for r, (b, u, t) in enumerate(zip(before, unfinished, tokens))]
             self._unfinished = np.array(unfinished)
 
     def beam_step(self, scorer: Any, out: dict, cand_scores: np.ndarray, cand_beams: np.ndarray,
@@ -272,13 +276,14 @@ class TraceRecorder(Recorder):
         self._history[group] = [history[i] + (int(i),) for i in beam_idx]
         self._done_before = scorer.done.copy()
 
-    def stopped(self, criteria: Any, input_ids: np.ndarray, all_done: bool) -> None:
+    def stopped(self, criteria: Any, input_ids: np.ndarray, all_done: bool = False) -> None:
+        fired = [c for c in criteria if np.any(c(input_ids, None))]
         if all_done:
-            beams = "candidates" in self.steps[-1]
-            reason = "every prompt done (BeamSearchScorer.is_done)" if beams else "every row finished (eos)"
+            reason = "every prompt done (BeamSearchScorer.is_done)"
+        elif fired:
+            reason = " and ".join(f"{_criterion_name(c)} fired" for c in fired)
         else:
-            fired = [c for c in criteria if c(input_ids, None)]
-            reason = " and ".join(f"{_criterion_name(c)} fired" for c in fired) or "no criterion fired (?)"
+            reason = "every row finished (eos)"
         self.stop = {"step": len(self.steps) - 1, "cur_len": int(input_ids.shape[1]), "reason": reason}
 
     def final(self, sequences: np.ndarray, sequence_scores: np.ndarray | None = None,
@@ -332,10 +337,13 @@ class TraceRecorder(Recorder):
         return offered
 
 
-def _row_reason(before: bool, after: bool) -> str:
+def _row_reason(before: bool, after: bool, eos: bool) -> str:
+    """Greedy / sample: why a row is (not) done, from its flag before and after the step and its token."""
     if not before:
         return "finished at an earlier step (pad token appended)"
-    return "running" if after else "emitted eos"
+    if after:
+        return "running"
+    return "emitted eos" if eos else "stopped by a stopping criterion"
 
 
 def _criterion_name(criterion: Any) -> str:
