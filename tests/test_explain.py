@@ -1,0 +1,111 @@
+"""refdecode.explain: the step-by-step tables, checked against the numbers the docs print.
+
+The seeds' toy tree (document 000: greedy "The nice woman" 0.2, beam "The dog has" 0.36) is the
+end-to-end example of docs/beam-search.md; ``explain`` on the same run must show the page's numbers.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+from conftest import MODELS, ROOT
+
+from refdecode import generate
+from refdecode.explain import main, render
+from refdecode.testing import TableModel
+from refdecode.trace import TraceRecorder
+
+WORDS = ["The", "nice", "dog", "car", "woman", "house", "guy", "and", "runs", "has", "is", "drives", "turns"]
+NEXT = {"The": {"nice": .5, "dog": .4, "car": .1}, "nice": {"woman": .4, "house": .3, "guy": .3},
+        "dog": {"and": .05, "runs": .05, "has": .9}, "car": {"is": .3, "drives": .5, "turns": .2}}
+
+
+def _toy_tree_trace() -> dict:
+    """The run of docs/beam-search.md's end-to-end example, traced."""
+    table = np.full((13, 13), -np.inf, dtype=np.float32)
+    table[:, 0] = 0.0
+    for w, row in NEXT.items():
+        table[WORDS.index(w)] = -np.inf
+        for v, p in row.items():
+            table[WORDS.index(w), WORDS.index(v)] = np.log(p)
+    recorder = TraceRecorder()
+    generate(TableModel(table), np.array([[0]]), max_length=3, num_beams=2, num_return_sequences=2,
+             length_penalty=0.0, trace=recorder)
+    return recorder.to_dict()
+
+
+def _page_results() -> tuple[list[str], list[float]]:
+    """The sequences and probabilities docs/beam-search.md prints for the toy tree (its doctest output)."""
+    page = (ROOT / "docs" / "beam-search.md").read_text(encoding="utf-8")
+    texts = ast.literal_eval(re.search(r"^(\['The dog has'.*\])$", page, flags=re.M).group(1))
+    probs = ast.literal_eval(re.search(r"^\((\[0\.36.*?\]),", page, flags=re.M).group(1))
+    return texts, probs
+
+
+def test_explain_on_the_toy_tree_shows_the_numbers_of_the_beam_search_page():
+    texts, probs = _page_results()
+    assert texts == ["The dog has", "The nice woman"] and probs == [0.36, 0.2]
+    out = render(_toy_tree_trace(), WORDS.__getitem__, top=3)
+    for i, (text, p) in enumerate(zip(texts, probs)):
+        assert f'result {i}: "{text}"  score {math.log(p):.4f} (p = {p:.4f})' in out
+    step0, step1 = out.split("step 1 (cur_len 3)")
+    # step 0: only beam 0 is live; nice (.5) and dog (.4) become the two beams, car (.1) is not needed
+    assert re.search(r"0\s+0\s+nice\s+-0\.6931\s+-> beam 0", step0)
+    assert re.search(r"1\s+0\s+dog\s+-0\.9163\s+-> beam 1", step0)
+    assert re.search(r"2\s+0\s+car\s+-2\.3026\s+not needed", step0)
+    # step 1: "dog has" (.4 * .9 = .36) outranks "nice woman" (.5 * .4 = .2), coming from beam 1
+    assert re.search(r"0\s+1\s+has\s+-1\.0217\s+-> beam 0", step1)
+    assert re.search(r"1\s+0\s+woman\s+-1\.6094\s+-> beam 1", step1)
+    assert 'row 1 "The dog"  running score -0.9163' in step1
+
+
+def test_explain_says_what_happened_to_eos_candidates():
+    """K = 2, eos = 0: an eos ranked 1 is a finished hypothesis, one ranked 2 is ignored (the 2K rule)."""
+    p = np.array([[.1, .3, .3, .2, .1], [.3, .001, .001, .5, .198], [.4, .3, .001, .001, .298],
+                  [.4, .3, .2, .05, .05], [.3, .3, .2, .1, .1]], dtype=np.float32)
+    recorder = TraceRecorder()
+    generate(TableModel(np.log(p), eos_token_id=0), np.array([[3]]), max_new_tokens=3, num_beams=2, pad_token_id=0,
+             trace=recorder)
+    step1 = render(recorder.to_dict(), top=3).split("step 1 ")[1].split("step 2 ")[0]
+    assert re.search(r"0\s+0\s+3\s+-1\.8971\s+-> beam 0", step1)
+    assert re.search(r"1\s+0\s+0\s+-2\.4079\s+finished: -2\.4079 / 2\^1\.0 = -1\.2040, kept", step1)
+    assert re.search(r"2\s+1\s+0\s+-2\.5257\s+eos ranked >= 2: ignored", step1)
+    assert re.search(r"3\s+1\s+1\s+-2\.8134\s+-> beam 1", step1)
+    assert "not done: worst finished score -1.2040 < best attainable -0.9486" in step1
+
+
+def test_explain_shows_one_column_per_processor_and_warper():
+    model = TableModel(np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32))
+    recorder = TraceRecorder()
+    generate(model, np.array([[1, 2]]), max_new_tokens=2, do_sample=True, repetition_penalty=1.2, temperature=0.5,
+             top_k=3, seed=0, trace=recorder)
+    out = render(recorder.to_dict(), top=4)
+    assert re.search(r"token\s+logits\s+RepetitionPenalty\s+Temperature\s+TopK$", out, flags=re.M)
+    assert "-inf" in out and "chosen: row 0:" in out and "stopped after step 1: MaxLengthCriteria" in out
+
+
+def test_the_explain_command_runs_on_the_shipped_model(tmp_path, capsys):
+    path = tmp_path / "t.json"
+    assert main(["ROMEO:", "--model", str(MODELS / "tiny-shakespeare"), "--num-beams", "3", "--max-new-tokens", "2",
+                 "--top", "3", "--trace", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("beam_search: max_length=") and "step 1 (cur_len" in out and "candidates of prompt 0" in out
+    assert json.loads(path.read_text())["mode"] == "beam_search"
+    with pytest.raises(SystemExit, match="--top has to be >= 1, but is 0"):
+        main(["ROMEO:", "--top", "0"])
+
+
+def test_the_generation_command_writes_a_trace_that_diff_accepts(tmp_path, capsys):
+    from refdecode import cli
+
+    path = tmp_path / "trace.json"
+    assert cli.main(["ROMEO:", "--model", str(MODELS / "tiny-shakespeare"), "--max-new-tokens", "3",
+                     "--trace", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("ROMEO:")
+    assert cli.main(["diff", str(path), str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "no divergence in 3 steps"
