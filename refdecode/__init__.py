@@ -121,6 +121,9 @@ from .generation_output import (
 from .generate import generate
 from .streamers import BaseStreamer, TextIteratorStreamer, TextStreamer
 
+# tracing a decode (docs/traces.md): diff and explain read the traces (refdecode.diff, refdecode.explain)
+from .trace import TraceRecorder
+
 __all__ = [
     "Tokenizer", "GPT2Config", "KVCache", "GPT2", "softmax", "log_softmax",
     "LogitsProcessor", "LogitsProcessorList", "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor",
@@ -142,4 +145,5 @@ __all__ = [
     # conveniences for code ported from transformers
     "BatchEncoding", "set_seed", "validate_stopping_criteria", "ModelOutput", "compute_transition_scores",
     "BaseStreamer", "TextStreamer", "TextIteratorStreamer",
+    "TraceRecorder",
 ]

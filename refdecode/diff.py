@@ -87,8 +87,8 @@ class Divergence:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        key = self.stage if self.stage in STAGE_REFERENCE else self.stage.split(" ")[0]
-        self.function, self.docs = STAGE_REFERENCE.get(key, ("", ""))
+        self.function, self.docs = STAGE_REFERENCE.get(
+            self.stage, (f"not a refdecode stage ({self.stage}: a custom processor?)", "docs/processors.md"))
 
     def report(self) -> str:
         """The human-readable report ``refdecode diff`` prints."""
@@ -358,6 +358,12 @@ def _token_verdict(step: dict, mode: str, row: int, e_tok: int, o_tok: int, voca
                            f"{e_val - o_val:.3g}, tolerance {tol:.1e}"
 
 
+def _running_before(step: dict, row: int) -> bool:
+    """Was ``row`` still running when this greedy / sample step began? (beam traces: always)"""
+    done = {d["row"]: d["reason"] for d in step.get("done", []) if "row" in d}
+    return not done.get(row, "").startswith("finished at an earlier step")
+
+
 def _diff_selected(se: dict, so: dict, mode: str, vocab: int, rtol: float) -> Divergence | None:
     for e, o in zip(se["selected"], so.get("selected") or []):
         if "beam_idx" in e and "beam_idx" in o and e["beam_idx"] != o["beam_idx"]:
@@ -366,8 +372,13 @@ def _diff_selected(se: dict, so: dict, mode: str, vocab: int, rtol: float) -> Di
                               f"beam_idx {o['beam_idx']}", "algorithmic",
                               "same candidates, different running beams (eos handling or slot filling)")
         for i, (a, b) in enumerate(zip(e["tokens"], o["tokens"])):
+            row = e.get("rows", list(range(len(e["tokens"]))))[i]
+            if b is None and not _running_before(se, row):
+                continue  # the other engine's row ended with its eos; refdecode pads finished rows
+            if b is None:
+                return Divergence(se["step"], "stopping", row, f"token {a}", "the row has ended", "algorithmic",
+                                  "the other engine's row is shorter while refdecode's row is still running")
             if a != b:
-                row = e.get("rows", list(range(len(e["tokens"]))))[i]
                 if "beam_idx" in e:
                     return Divergence(se["step"], "selection/beam", row, f"token {a}", f"token {b}", "algorithmic",
                                       "same candidates, different running beams")

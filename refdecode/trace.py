@@ -394,7 +394,7 @@ def replay(trace: dict) -> dict[str, np.ndarray]:
     if trace["mode"] not in ("beam_search", "beam_sample"):
         raise ValueError(f"replay rebuilds beam_search / beam_sample traces, but the trace's mode is {trace['mode']!r}")
     k, alpha, keep = s["num_beams"], s["length_penalty"], s["num_return_sequences"]
-    eos = [s["eos_token_id"]] if isinstance(s["eos_token_id"], int) else s["eos_token_id"]
+    eos = [s["eos_token_id"]] if isinstance(s["eos_token_id"], int) else s["eos_token_id"] or []
     prompt_len = len(trace["prompt"][0])
     seqs = [list(p) for p in trace["prompt"] for _ in range(k)]     # (B*K, T) rows
     hist: list[tuple[int, ...]] = [() for _ in seqs]
@@ -419,7 +419,8 @@ def replay(trace: dict) -> dict[str, np.ndarray]:
         best += [ranked.pop() for _ in range(keep)]
     width = max(len(seq) for _, seq, _ in best) + 1
     width = min(width, s["max_length"]) if s.get("max_length") is not None else width
-    sequences = np.full((len(best), width), s["pad_token_id"], dtype=np.int64)
+    pad = s["pad_token_id"] if s["pad_token_id"] is not None else 0     # as finalize
+    sequences = np.full((len(best), width), pad, dtype=np.int64)
     indices = np.full((len(best), width), -1, dtype=np.int64)
     for i, (_, seq, idx) in enumerate(best):
         sequences[i, : len(seq)] = seq

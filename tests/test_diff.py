@@ -260,3 +260,14 @@ def test_unreadable_other_files_are_refused_with_their_name(tmp_path):
     (tmp_path / "obj.json").write_text('{"format": "other"}')
     with pytest.raises(ValueError, match="not a refdecode trace"):
         load_other(tmp_path / "obj.json")
+
+
+def test_an_engine_that_stops_a_finished_row_is_not_a_divergence_but_a_short_running_row_is():
+    """refdecode pads a row after its eos while another row runs; ids that end at the eos agree."""
+    model = TableModel(np.log(np.array([[.1, .2, .7], [.6, .3, .1], [.2, .5, .3]], dtype=np.float32)))
+    recorder = TraceRecorder()
+    out = generate(model, np.array([[0], [2]]), max_length=5, eos_token_id=1, pad_token_id=0, trace=recorder)
+    assert out.tolist() == [[0, 2, 1], [2, 1, 0]]
+    assert first_divergence(recorder.to_dict(), [[0, 2, 1], [2, 1]]) is None
+    found = first_divergence(recorder.to_dict(), [[0, 2], [2, 1, 0]])
+    assert (found.step, found.row, found.stage) == (1, 0, "stopping")
