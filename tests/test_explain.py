@@ -1,6 +1,6 @@
 """refdecode.explain: the step-by-step tables, checked against the numbers the docs print.
 
-The seeds' toy tree (document 000: greedy "The nice woman" 0.2, beam "The dog has" 0.36) is the
+The toy tree of the 4.26 walkthrough (docs/references.md: greedy "The nice woman" 0.2, beam "The dog has" 0.36) is the
 end-to-end example of docs/beam-search.md; ``explain`` on the same run must show the page's numbers.
 """
 

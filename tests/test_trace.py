@@ -206,3 +206,9 @@ def test_group_beam_search_records_each_group_with_its_rows():
         ("log_softmax", 0, [0, 1]), ("HammingDiversityLogitsProcessor", 0, [0, 1]),
         ("log_softmax", 1, [2, 3]), ("HammingDiversityLogitsProcessor", 1, [2, 3])]
     assert [c["group"] for c in trace["steps"][1]["candidates"]] == [0, 1]
+
+
+def test_assisted_decoding_is_not_traced_and_says_so():
+    model = _table_model()
+    with pytest.raises(ValueError, match="assisted decoding is not traced"):
+        generate(model, np.array([[1, 2, 1, 2]]), max_new_tokens=3, prompt_lookup_num_tokens=2, trace=TraceRecorder())
