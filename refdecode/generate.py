@@ -357,13 +357,14 @@ def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> Non
 
 
 def _check_trace(trace: Any, mode: str) -> Recorder:
-    """``trace=None`` -> the no-op recorder; a Recorder as is (not for assisted decoding); anything else is refused."""
+    """``trace=None`` -> the no-op recorder; a Recorder as is (not for assisted or constrained decoding)."""
     if trace is None:
         return NO_TRACE
     if not isinstance(trace, Recorder):
         raise TypeError(f"`trace` has to be a refdecode.trace.TraceRecorder (or None), but is {type(trace).__name__}")
-    if mode == "assisted_generation":
-        raise ValueError("`trace` records greedy, sample and the beam modes; assisted decoding is not traced (yet)")
+    if mode in ("assisted_generation", "constrained_beam_search"):
+        raise ValueError(f"`trace` records greedy, sample, beam search, beam sample and group beam search; {mode} "
+                         "is not traced (yet)")
     return trace
 
 
@@ -436,13 +437,12 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     if mode == "assisted_generation":
         return _assisted_generation(model, assistant_model, input_ids, attention_mask, config, logits_processor,
                                     common, make_rng(rng, seed), draw, uniform or default_uniform, streamer, kwargs)
-    common["trace"] = trace  # every loop below records its steps (not assisted decoding, above)
     if mode == "greedy_search":
-        return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, **common)
+        return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, trace=trace, **common)
     if mode == "sample":
         warpers, r = logits_warpers(config), config.num_return_sequences
         return sample(model, np.repeat(input_ids, r, axis=0), attention_mask=np.repeat(attention_mask, r, axis=0),
-                      logits_warper=warpers, rng=rng, seed=seed, draw=draw, streamer=streamer, **common)
+                      logits_warper=warpers, rng=rng, seed=seed, draw=draw, streamer=streamer, trace=trace, **common)
     ids, mask = np.repeat(input_ids, config.num_beams, axis=0), np.repeat(attention_mask, config.num_beams, axis=0)
     if mode == "constrained_beam_search":
         constrained = ConstrainedBeamSearchScorer(
@@ -458,8 +458,8 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
                               num_beam_groups=config.num_beam_groups if mode == "group_beam_search" else 1,
                               max_length=config.max_length)
     if mode == "beam_search":
-        return beam_search(model, ids, scorer, attention_mask=mask, **common)
+        return beam_search(model, ids, scorer, attention_mask=mask, trace=trace, **common)
     if mode == "beam_sample":
         return beam_sample(model, ids, scorer, logits_warper=warpers, attention_mask=mask, rng=rng, seed=seed,
-                           draw=draw, **common)
-    return group_beam_search(model, ids, scorer, attention_mask=mask, **common)
+                           draw=draw, trace=trace, **common)
+    return group_beam_search(model, ids, scorer, attention_mask=mask, trace=trace, **common)

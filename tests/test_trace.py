@@ -155,7 +155,8 @@ def test_beam_steps_record_candidates_selection_reorder_and_is_done(shakespeare)
     assert step["candidates"][0]["scores"] == sorted(step["candidates"][0]["scores"], reverse=True)
     assert all(b == 0 for b in trace["steps"][0]["candidates"][0]["beams"])                 # only beam 0 is live
     assert len(step["selected"][0]["beam_idx"]) == 6
-    assert [d["reason"] for d in step["done"]] == ["0 of 3 finished hypotheses held: not done before the pool is full"] * 2
+    not_full = "0 of 3 finished hypotheses held: not done before the pool is full"
+    assert [d["reason"] for d in step["done"]] == [not_full] * 2
     assert trace["stop"]["reason"] == f"MaxLengthCriteria(max_length={ids.shape[1] + 4}) fired"
 
 
@@ -208,7 +209,9 @@ def test_group_beam_search_records_each_group_with_its_rows():
     assert [c["group"] for c in trace["steps"][1]["candidates"]] == [0, 1]
 
 
-def test_assisted_decoding_is_not_traced_and_says_so():
+def test_assisted_and_constrained_decoding_are_not_traced_and_say_so():
     model = _table_model()
-    with pytest.raises(ValueError, match="assisted decoding is not traced"):
+    with pytest.raises(ValueError, match="assisted_generation is not traced"):
         generate(model, np.array([[1, 2, 1, 2]]), max_new_tokens=3, prompt_lookup_num_tokens=2, trace=TraceRecorder())
+    with pytest.raises(ValueError, match="constrained_beam_search is not traced"):
+        generate(model, np.array([[1, 2]]), max_new_tokens=3, num_beams=2, force_words_ids=[[4]], trace=TraceRecorder())
