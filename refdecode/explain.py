@@ -97,8 +97,8 @@ def _fates(cand: dict, size: int, eos: list[int], done_before: bool, hyps: list[
     return fates
 
 
-def _beam_lines(step: dict, trace: dict, seqs: list, running: dict, text: Callable[[int], str], sep: str,
-                top: int, done_before: dict) -> list[str]:
+def _beam_lines(step: dict, trace: dict, seqs: list, running: dict, text: Callable[[int], str],
+                row_text: Callable[[list[int]], str], top: int, done_before: dict) -> list[str]:
     settings, vocab = trace.get("settings", {}), trace.get("vocab_size", 0)
     eos = settings.get("eos_token_id")
     eos = [] if eos is None else [eos] if isinstance(eos, int) else eos
@@ -108,7 +108,7 @@ def _beam_lines(step: dict, trace: dict, seqs: list, running: dict, text: Callab
         for row in stage_rows:
             if running.get(row, 0.0) <= -1e8:
                 continue
-            lines.append(f'  row {row} "{_joined(seqs[row], text, sep)}"  running score {_fmt(running.get(row, 0.0))}')
+            lines.append(f'  row {row} "{row_text(seqs[row])}"  running score {_fmt(running.get(row, 0.0))}')
             lines += _stage_table(step, row, text, top, vocab)
     for cand in step.get("candidates", []):
         group = cand.get("group", 0)
@@ -122,16 +122,14 @@ def _beam_lines(step: dict, trace: dict, seqs: list, running: dict, text: Callab
     return lines
 
 
-def _joined(tokens: list[int], text: Callable[[int], str], sep: str) -> str:
-    return sep.join(text(t) for t in tokens)
-
-
-def render(trace: dict, token_text: Callable[[int], str] = str, top: int = 5, sep: str = " ") -> str:
+def render(trace: dict, token_text: Callable[[int], str] = str, top: int = 5,
+           row_text: Callable[[list[int]], str] | None = None) -> str:
     """The trace as text: per step, the stage tables, candidates and fates, ``is_done``; then the stop and result.
 
-    ``token_text`` turns a token id into its text (default: the id), ``sep`` joins the texts of a row;
-    ``top`` best tokens per table.
+    ``token_text`` turns a token id into its text (default: the id); ``row_text`` a row's ids into its
+    text (default: the token texts joined by spaces); ``top`` best tokens per table.
     """
+    row_text = row_text or (lambda ids: " ".join(token_text(t) for t in ids))
     mode, settings = trace.get("mode", "?"), trace.get("settings", {})
     beams = "beam" in mode
     repeat = settings.get("num_beams", 1) if beams else settings.get("num_return_sequences", 1) or 1
@@ -144,10 +142,10 @@ def render(trace: dict, token_text: Callable[[int], str] = str, top: int = 5, se
     for step in trace["steps"]:
         lines.append(f"step {step['step']} (cur_len {step['cur_len']})")
         if beams:
-            lines += _beam_lines(step, trace, seqs, running, token_text, sep, top, done_before)
+            lines += _beam_lines(step, trace, seqs, running, token_text, row_text, top, done_before)
         else:
             for row in range(len(seqs)):
-                lines.append(f'  row {row} "{_joined(seqs[row], token_text, sep)}"')
+                lines.append(f'  row {row} "{row_text(seqs[row])}"')
                 lines += _stage_table(step, row, token_text, top, trace.get("vocab_size", 0))
         new = list(seqs)
         for sel in step["selected"]:
@@ -171,7 +169,7 @@ def render(trace: dict, token_text: Callable[[int], str] = str, top: int = 5, se
         score = final.get("sequence_scores", [None] * (i + 1))[i]
         extra = "" if score is None else f"  score {score:.4f}" + \
             (f" (p = {math.exp(score):.4f})" if settings.get("length_penalty") == 0.0 else "")
-        lines.append(f'result {i}: "{_joined(seq, token_text, sep)}"{extra}')
+        lines.append(f'result {i}: "{row_text(seq)}"{extra}')
     return "\n".join(lines)
 
 
@@ -200,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace is not None:
         trace.save(args.trace)
     try:
-        print(render(trace.to_dict(), lambda t: _visible(tokenizer.decode([t])), top=args.top, sep=""), flush=True)
+        print(render(trace.to_dict(), lambda t: _visible(tokenizer.decode([t])), top=args.top,
+                     row_text=lambda ids: tokenizer.decode(ids).replace("\n", "\\n")), flush=True)
     except BrokenPipeError:  # `refdecode explain ... | head`: the reader left (as the generation command)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
