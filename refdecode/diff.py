@@ -120,7 +120,9 @@ def _values(summary: dict) -> dict[int, float]:
 
 def _kept_count_known(summary: dict, vocab: int) -> bool:
     """Does the summary list every finite entry (so a token absent from it is -inf)?"""
-    return "values" in summary or vocab - summary["n_neg_inf"] <= len(summary["top_tokens"])
+    if "values" in summary:
+        return True
+    return "n_neg_inf" in summary and vocab - summary["n_neg_inf"] <= len(summary["top_tokens"])
 
 
 def _row_value(summary: dict, token: int, vocab: int) -> float | None:
@@ -193,6 +195,7 @@ def _boundary_verdict(name: str, token: int, kept_by_ref: bool, before: dict | N
 def _diff_row(name: str, exp: dict, oth: dict, before: dict | None, settings: dict, vocab: int,
               rtol: float) -> tuple[str, Any, Any, str, str] | None:
     """Compare one row at one stage: (what, refdecode's, other's, verdict, detail), or None if they agree."""
+    oth = {"n_neg_inf": sum(v == "-inf" for v in oth["values"]), **oth} if "values" in oth else oth
     mask = _mask_difference(exp, oth, vocab)
     if mask is not None or exp["n_neg_inf"] != oth.get("n_neg_inf", exp["n_neg_inf"]):
         kept_e, kept_o = vocab - exp["n_neg_inf"], vocab - oth.get("n_neg_inf", exp["n_neg_inf"])

@@ -215,3 +215,14 @@ def test_assisted_and_constrained_decoding_are_not_traced_and_say_so():
         generate(model, np.array([[1, 2, 1, 2]]), max_new_tokens=3, prompt_lookup_num_tokens=2, trace=TraceRecorder())
     with pytest.raises(ValueError, match="constrained_beam_search is not traced"):
         generate(model, np.array([[1, 2]]), max_new_tokens=3, num_beams=2, force_words_ids=[[4]], trace=TraceRecorder())
+
+
+def test_a_minimal_trace_from_another_engine_is_schema_valid():
+    """What docs/traces.md shows another engine writing: full rows only, no statistics, no header."""
+    minimal = {"format": "refdecode-trace", "version": 1, "steps": [
+        {"step": 0, "cur_len": 2, "selected": [{"tokens": [1]}],
+         "stages": [{"name": "logits", "rows": [0], "values": [{"values": [0.0, 2.0, "-inf"]}]}]}]}
+    jsonschema.validate(minimal, TRACE_SCHEMA)
+    minimal["steps"][0]["stages"][0]["values"][0] = {"n_neg_inf": 1}      # neither values nor top entries
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(minimal, TRACE_SCHEMA)
