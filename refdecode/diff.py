@@ -30,6 +30,7 @@ Docs: docs/traces.md.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -87,8 +88,7 @@ class Divergence:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.function, self.docs = STAGE_REFERENCE.get(
-            self.stage, (f"not a refdecode stage ({self.stage}: a custom processor?)", "docs/processors.md"))
+        self.function, self.docs = STAGE_REFERENCE.get(self.stage) or _processor_reference(self.stage)
 
     def report(self) -> str:
         """The human-readable report ``refdecode diff`` prints."""
@@ -102,6 +102,23 @@ class Divergence:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# modules holding the other processors and warpers (their class name is the stage name)
+_PROCESSOR_MODULES = ("logits_process", "logits_warp", "entropy_warpers", "length_penalties", "prompt_penalties",
+                      "score_cleanup", "token_constraints")
+
+
+def _processor_reference(stage: str) -> tuple[str, str]:
+    """A stage named after a processor class outside STAGE_REFERENCE: where refdecode defines it."""
+    for name in _PROCESSOR_MODULES:
+        try:
+            module = importlib.import_module(f"refdecode.{name}")
+        except ImportError:
+            continue
+        if hasattr(module, stage):
+            return f"refdecode.{name}.{stage}", "docs/processors.md"
+    return f"not a refdecode stage ({stage}: a custom processor?)", "docs/processors.md"
 
 
 def _tol(scale: float, rtol: float) -> float:

@@ -272,3 +272,12 @@ def test_an_engine_that_stops_a_finished_row_is_not_a_divergence_but_a_short_run
     assert first_divergence(recorder.to_dict(), [[0, 2, 1], [2, 1]]) is None
     found = first_divergence(recorder.to_dict(), [[0, 2], [2, 1, 0]])
     assert (found.step, found.row, found.stage) == (1, 0, "stopping")
+
+
+def test_stages_outside_the_table_are_looked_up_among_refdecodes_processors():
+    from refdecode.diff import Divergence
+
+    typical = Divergence(0, "TypicalLogitsWarper", 0, 1, 2, "algorithmic", "")
+    assert typical.function == "refdecode.entropy_warpers.TypicalLogitsWarper"
+    custom = Divergence(0, "MyOwnProcessor", 0, 1, 2, "algorithmic", "")
+    assert custom.function.startswith("not a refdecode stage") and custom.docs == "docs/processors.md"
