@@ -147,6 +147,29 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+# ---- for the subcommands that generate too (refdecode explain): the same flags, checkpoint and options
+
+
+def generation_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The generation command's parser (prompt, ``--model``, every option) under another name."""
+    ap = _parser()
+    ap.prog, ap.description, ap.epilog = prog, description, None
+    return ap
+
+
+def load_generation(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
+    """Parsed flags -> (model, tokenizer, ``generate`` keyword arguments), as the generation command does.
+
+    Raises :class:`UsageError` for an empty prompt or a directory that does not hold a checkpoint.
+    """
+    _check_prompt(args.prompt)
+    model, tokenizer = _load(args.model or default_model_dir())
+    options = _options(args)
+    if model.generation_config.max_new_tokens is None:  # the library default (max_length=20) is too short here
+        options.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
+    return model, tokenizer, options
+
+
 def _run_subcommand(name: str, argv: list[str]) -> int:
     """Import ``SUBCOMMANDS[name]`` ("module:function") and call it on the remaining arguments."""
     import importlib
@@ -254,11 +277,7 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
     from .generation_config import generation_mode, model_generation_config
     from .trace import TraceRecorder
 
-    _check_prompt(args.prompt)
-    model, tokenizer = _load(args.model or default_model_dir())
-    options = _options(args)
-    if model.generation_config.max_new_tokens is None:  # the library default (max_length=20) is too short here
-        options.setdefault("max_new_tokens", DEFAULT_MAX_NEW_TOKENS)
+    model, tokenizer, options = load_generation(args)
     try:
         with warnings.catch_warnings():  # generate() below warns once; this copy only picks the output path
             warnings.simplefilter("ignore")

@@ -175,26 +175,25 @@ def render(trace: dict, token_text: Callable[[int], str] = str, top: int = 5,
 
 def main(argv: list[str] | None = None) -> int:
     """``refdecode explain PROMPT [generation flags] [--top N]``: run generate with a trace and print it."""
-    from .cli import _parser, generation_options
+    from .cli import UsageError, generation_parser, load_generation
     from .generate import generate
-    from .gpt2 import GPT2
-    from .tokenizer import Tokenizer
     from .trace import TraceRecorder
 
-    ap = _parser()
-    ap.prog = "refdecode explain"
-    ap.description = ("Print, step by step, the best tokens with their scores after each processor and warper, "
-                      "the beam candidates and what was kept and why, and why each prompt is or is not done. "
-                      "Takes the same flags as the generation command (docs/traces.md).")
-    ap.add_argument("--top", type=int, default=5, help="best tokens shown per row and step (default %(default)s)")
+    ap = generation_parser("refdecode explain", (
+        "Explain a decode step by step: the best tokens with their scores after each processor and warper, "
+        "the beam candidates and what was kept and why, and why each prompt is or is not done. Takes the "
+        "flags of the generation command (refdecode --help); docs/traces.md."))
+    ap.add_argument("--top", type=int, default=5, help="best tokens shown per row and step (default: %(default)s)")
     args = ap.parse_args(argv)
     if args.top < 1:
-        raise SystemExit(f"refdecode explain: --top has to be >= 1, but is {args.top}")
-    model, tokenizer = GPT2.from_pretrained(args.model), Tokenizer(args.model)
-    input_ids, attention_mask = tokenizer.encode_batch([args.prompt])
-    trace = TraceRecorder(top_n=max(20, args.top))
-    generate(model, input_ids, attention_mask=attention_mask, seed=args.seed, trace=trace,
-             **generation_options(args, model))
+        ap.error(f"--top has to be >= 1, but is {args.top}")
+    try:
+        model, tokenizer, options = load_generation(args)
+        trace = TraceRecorder(top_n=max(20, args.top))
+        generate(model, **tokenizer([args.prompt], return_tensors="np"), seed=args.seed, trace=trace, **options)
+    except (UsageError, ValueError, TypeError) as e:
+        print(f"refdecode explain: error: {e}", file=sys.stderr)
+        return 2
     if args.trace is not None:
         trace.save(args.trace)
     try:

@@ -32,7 +32,9 @@ infinities). Docs: docs/traces.md.
 
 from __future__ import annotations
 
+import inspect
 import json
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -277,7 +279,8 @@ class TraceRecorder(Recorder):
         self._done_before = scorer.done.copy()
 
     def stopped(self, criteria: Any, input_ids: np.ndarray, all_done: bool = False) -> None:
-        fired = [c for c in criteria if np.any(c(input_ids, None))]
+        # criteria objects only: a plain function may have side effects (the CLI's progress bar is one)
+        fired = [c for c in criteria if not inspect.isfunction(c) and np.any(c(input_ids, None))]
         if all_done:
             reason = "every prompt done (BeamSearchScorer.is_done)"
         elif fired:
@@ -298,9 +301,8 @@ class TraceRecorder(Recorder):
 
     def to_dict(self) -> dict:
         """The trace: ``format``, versions, the header, ``steps``, ``stop``, ``final`` (see TRACE_SCHEMA)."""
-        from . import __version__
-
-        trace = {"format": "refdecode-trace", "version": TRACE_FORMAT_VERSION, "refdecode": __version__,
+        version = sys.modules[__package__].__version__  # read, not imported: the package imports this module
+        trace = {"format": "refdecode-trace", "version": TRACE_FORMAT_VERSION, "refdecode": version,
                  "transformers": TRANSFORMERS_VERSION, "top_n": self.top_n, **self.header, "steps": self.steps}
         if self.stop is not None:
             trace["stop"] = self.stop

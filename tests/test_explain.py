@@ -96,8 +96,11 @@ def test_the_explain_command_runs_on_the_shipped_model(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("beam_search: max_length=") and "step 1 (cur_len" in out and "candidates of prompt 0" in out
     assert json.loads(path.read_text())["mode"] == "beam_search"
-    with pytest.raises(SystemExit, match="--top has to be >= 1, but is 0"):
+    with pytest.raises(SystemExit) as stop:
         main(["ROMEO:", "--top", "0"])
+    assert stop.value.code == 2 and "--top has to be >= 1, but is 0" in capsys.readouterr().err
+    assert main(["", "--model", str(MODELS / "tiny-shakespeare")]) == 2
+    assert "refdecode explain: error: the prompt is empty" in capsys.readouterr().err
 
 
 def test_the_generation_command_writes_a_trace_that_diff_accepts(tmp_path, capsys):
