@@ -45,7 +45,7 @@ RTOL = 1e-4
 
 #: stage -> (the refdecode function computing it, its docs page)
 STAGE_REFERENCE: dict[str, tuple[str, str]] = {
-    "logits": ("refdecode.model_steps.decode_step (the model: refdecode.gpt2.GPT2; cache: KVCache.reorder)",
+    "logits": ("refdecode.decode_loop.decode_step (the model: refdecode.model.GPT2; cache: KVCache.reorder)",
                "docs/gpt2.md"),
     "log_softmax": ("refdecode.numerics.log_softmax (of the model's logits; cache: KVCache.reorder)",
                     "docs/beam-search.md"),
@@ -59,7 +59,7 @@ STAGE_REFERENCE: dict[str, tuple[str, str]] = {
     "TemperatureLogitsWarper": ("refdecode.logits_warp.temperature_warp", "docs/temperature.md"),
     "TopKLogitsWarper": ("refdecode.logits_warp.top_k_warp", "docs/top-k.md"),
     "TopPLogitsWarper": ("refdecode.logits_warp.top_p_warp", "docs/top-p.md"),
-    "candidates": ("refdecode.beam_search.top_candidates_partitioned (beam sample: sample_candidates)",
+    "candidates": ("refdecode.decode_loop.top_candidates (beam sample: refdecode.beam_search.sample_candidates)",
                    "docs/beam-search.md"),
     "selection/greedy_search": ("refdecode.greedy.greedy_search (argmax, lowest id on ties)", "docs/greedy.md"),
     "selection/sample": ("refdecode.sampling_draw.multinomial (the draw)", "docs/sampling.md"),

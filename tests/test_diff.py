@@ -119,9 +119,9 @@ def test_beam_candidates_k_instead_of_2k_are_found_at_the_first_step(shakespeare
     """(One eos id, the model's: with K candidates an eos among them would make ``process`` raise.)"""
     model, ids, mask = shakespeare
     expected = _trace(model, ids, mask, max_new_tokens=6, num_beams=3)
-    module = sys.modules["refdecode.beam_search"]
-    full = module.top_candidates_partitioned
-    monkeypatch.setattr(module, "top_candidates_partitioned", lambda total, n: full(total, n // 2))  # 2K -> K
+    module = sys.modules["refdecode.beam_search"]          # where the beam loop looks top_candidates up
+    full = module.top_candidates
+    monkeypatch.setattr(module, "top_candidates", lambda total, n: full(total, n // 2))  # 2K -> K
     found = first_divergence(expected, _trace(model, ids, mask, max_new_tokens=6, num_beams=3))
     assert (found.step, found.stage, found.verdict, found.prompt) == (0, "candidates", "algorithmic", 0)
     assert (found.expected, found.other) == ("6 candidates", "3 candidates")
@@ -145,8 +145,8 @@ def test_a_length_penalty_on_the_total_length_is_found_at_the_first_hypothesis(s
     """4.35's rule (whole hypothesis, prompt included) instead of 4.38's generated length (eos included)."""
     expected = _beam_trace(shakespeare)
     correct = BeamHypotheses.add
-    monkeypatch.setattr(BeamHypotheses, "add", lambda self, hyp, score, beam_indices=None, generated_len=None:
-                        correct(self, hyp, score, beam_indices))
+    monkeypatch.setattr(BeamHypotheses, "add", lambda self, hyp, score, beam_indices=None, *, generated_len:
+                        correct(self, hyp, score, beam_indices, generated_len=len(hyp)))
     found = first_divergence(expected, _beam_trace(shakespeare))
     first = next(s for s in expected["steps"] if s.get("hypotheses"))
     hyp = first["hypotheses"][0]
