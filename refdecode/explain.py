@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         model, tokenizer, options = load_generation(args)
         trace = TraceRecorder(top_n=max(20, args.top))
-        generate(model, **tokenizer([args.prompt], return_tensors="np"), seed=args.seed, trace=trace, **options)
+        inputs = tokenizer([args.prompt], return_tensors="np")
+        generate(model, **inputs, seed=args.seed, tokenizer=tokenizer, trace=trace, **options)
     except (UsageError, ValueError, TypeError) as e:
         print(f"refdecode explain: error: {e}", file=sys.stderr)
         return 2
