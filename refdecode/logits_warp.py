@@ -23,14 +23,16 @@ differ on the boundary: transformers drops a token when the mass of the tokens b
 exactly p; the other two keep it. They also sum in opposite directions (transformers from the
 least probable end), so in float32 they can split differently near the threshold.
 
-Tie rule: ``torch.sort`` is not stable (on CPU it behaves stably below 17 elements, then runs
-introsort), so when tied tokens straddle the top-p cut, which of them survives is unspecified in
-transformers. All three top-p variants here rank tokens with :func:`rank_descending`: by score,
-and among equal scores the LOWER token id ranks as more probable -- the token ``argmax`` picks --
-so on a straddling tie the lower ids are kept, and ``top_p=0`` keeps exactly the greedy token.
-(torch's small-vocabulary behaviour is the opposite, keeping the higher id; the golden files
-exclude straddling ties.) Top-k has no such ambiguity: it keeps every token whose score ties with
-the k-th largest.
+Tie rule: each variant sorts the way its source does, with a *stable* sort, which is what
+``torch.sort`` does on CPU for rows of up to 16 entries (measured with torch 2.13; above 16 it
+switches to an algorithm whose order among equal keys is not stable). transformers'
+:func:`top_p_warp` sorts ascending, so among tied tokens straddling the cut the LOWER ids come
+first and are dropped first (``[[0, 0, 0, 0]]`` with ``top_p=0.5`` keeps ids {2, 3}, as
+transformers 4.38.2 does); ``top_p=0`` on a tied maximum keeps the highest tied id, not
+``argmax``'s. llama's and the sampling note's rules sort descending (:func:`rank_descending`), so
+there the lower ids are kept. For rows longer than 16, refdecode applies the same stable rule,
+while torch's choice among tied tokens at the cut depends on its sort's internals. Top-k has no
+such ambiguity: it keeps every token whose score ties with the k-th largest.
 """
 
 from __future__ import annotations
@@ -133,8 +135,8 @@ def top_p_warp(
 
     Float details matched to torch on CPU: the threshold is ``float32(1 - top_p)``; ``cumsum``
     accumulates in float64 and rounds each prefix to float32 (torch's CPU ``cumsum`` uses a double
-    accumulator). Ties: the ascending order is :func:`rank_descending` reversed, so among tied
-    tokens straddling the cut the higher ids are dropped first (torch leaves this unspecified).
+    accumulator). Ties: a stable ascending sort, as ``torch.sort`` on CPU for rows of up to 16
+    entries: among tied tokens straddling the cut the lower ids come first and are dropped first.
 
     transformers 4.38.2 ``TopPLogitsWarper``; source document 000, "TopPLogitsWarper".
 
@@ -156,6 +158,12 @@ def top_p_warp(
 
     >>> kept(top_p_warp(np.log(np.array([[0.5, 0.25, 0.125, 0.125]], dtype=np.float32)), 0.75))
     array([0, 1])
+
+    Ties at the cut: ascending cumsum [0.25, 0.5, 0.75, 1] <= 0.5 removes the first two in the
+    stable ascending order, ids 0 and 1 (transformers 4.38.2 on torch's CPU sort keeps {2, 3} too):
+
+    >>> kept(top_p_warp(np.zeros((1, 4), dtype=np.float32), 0.5))
+    array([2, 3])
     """
     batch, vocab = check_scores(scores).shape
     threshold = np.float32(1.0 - top_p)
@@ -171,7 +179,7 @@ def top_p_warp(
                 and ids.size + np.count_nonzero(row == -np.inf) == vocab):
             ids = np.arange(vocab)
         n = ids.size
-        order = ids[rank_descending(row[None, ids])[0, ::-1]]  # (n,) ascending; ties: higher id first
+        order = ids[np.argsort(row[ids], kind="stable")]  # (n,) ascending; ties: lower id first, as torch
         ascending = np.full(vocab, -np.inf, dtype=np.float32)  # (V,) the whole row sorted: the left-out
         ascending[vocab - n :] = row[order]  # -inf first, so softmax sums the same length-V row, bit for bit
         probs = softmax(ascending)[vocab - n :]  # (n,)

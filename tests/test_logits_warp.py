@@ -149,10 +149,11 @@ def test_top_k_keeps_ties_and_caps_at_vocab():
 
 
 def test_top_p_zero_keeps_the_greedy_token_and_one_keeps_nonzero_mass():
-    """top_p=0 keeps min_tokens_to_keep tokens; on a tie for the max the lower id (argmax's) is kept.
+    """top_p=0 keeps min_tokens_to_keep tokens; on a tie for the max the HIGHER id is kept, not argmax's
+    (torch's stable ascending sort puts it last: transformers 4.38.2 keeps token 2 here too).
     top_p=1 removes only zero-probability tokens (exp underflow counts: e^-200 is 0 in float32)."""
     s = np.array([[1.0, 4.0, 4.0, 0.0]], dtype=np.float32)
-    assert kept(top_p_warp(s, 0.0)) == [1] == [int(np.argmax(s))]
+    assert kept(top_p_warp(s, 0.0)) == [2] != [int(np.argmax(s))]
     assert kept(top_p_warp(s, 0.0, min_tokens_to_keep=3)) == [0, 1, 2]
     s = np.array([[0.0, -200.0, -np.inf, 1.0]], dtype=np.float32)
     assert kept(top_p_warp(s, 1.0)) == [0, 3]
@@ -244,8 +245,9 @@ def warper_chains(draw):
 
 @given(score_rows(), warper_chains())
 def test_any_warper_chain_leaves_a_distribution(scores, chain_and_m):
-    """softmax after any chain sums to 1 (1e-6), >= min(min_tokens_to_keep, #finite) stay finite, the
-    argmax stays finite, and the input is not mutated."""
+    """softmax after any chain sums to 1 (1e-6), >= min(min_tokens_to_keep, #finite) stay finite, a token
+    with the maximum score stays finite (not necessarily argmax's: on a tied maximum top-p keeps the highest
+    id, as torch's stable ascending sort), and the input is not mutated."""
     chain, m = chain_and_m
     before = scores.copy()
     out = chain(None, scores)
@@ -255,7 +257,8 @@ def test_any_warper_chain_leaves_a_distribution(scores, chain_and_m):
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-6)
     finite_in, finite_out = np.isfinite(scores).sum(-1), np.isfinite(out).sum(-1)
     assert (finite_out >= np.minimum(m, finite_in)).all()
-    assert np.isfinite(out[np.arange(len(out)), np.argmax(scores, -1)]).all()
+    top = scores == np.max(scores, axis=-1, keepdims=True)
+    assert (np.isfinite(out) & top).any(axis=-1).all()
 
 
 @given(score_rows(), st.integers(1, 30), st.integers(0, 30))
@@ -272,10 +275,11 @@ def test_top_k_keeps_exactly_the_scores_at_least_the_kth(scores, top_k, m):
 
 
 def reference_top_p_keep(row: np.ndarray, top_p: float, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The stated rule, in float64: rank by (score desc, id asc); keep a token iff the mass of the
-    tokens ranked before it is < top_p, or it is among the first m. Returns (keep mask, mass_before)."""
+    """The stated rule, in float64: rank by (score desc, id desc) -- the reverse of a stable ascending
+    sort, as torch's CPU sort for rows up to 16 -- ; keep a token iff the mass of the tokens ranked before
+    it is < top_p, or it is among the first m. Returns (keep mask, mass_before)."""
     probs = softmax(row[None])[0].astype(np.float64)
-    order = sorted(range(len(row)), key=lambda v: (-row[v], v))
+    order = sorted(range(len(row)), key=lambda v: (-row[v], -v))
     mass_before = np.concatenate([[0.0], np.cumsum(probs[order])[:-1]])
     keep = np.zeros(len(row), dtype=bool)
     for rank, v in enumerate(order):
@@ -286,8 +290,8 @@ def reference_top_p_keep(row: np.ndarray, top_p: float, m: int) -> tuple[np.ndar
 @given(score_rows(), st.floats(0.0, 0.999), st.integers(1, 4))
 def test_top_p_keeps_smallest_most_probable_set_reaching_p(scores, top_p, m):
     """transformers' top-p = the smallest set of most probable tokens whose mass reaches top_p (the
-    crossing token is kept; mass before == p drops), at least m tokens, ties ranked by lower id
-    first. Inputs whose prefix mass lies within 1e-5 of p are skipped: float32 decides those."""
+    crossing token is kept; mass before == p drops), at least m tokens, ties ranked by higher id
+    first (so on a tie at the cut the lower ids are dropped, as transformers 4.38.2 on torch's CPU). Inputs whose prefix mass lies within 1e-5 of p are skipped: float32 decides those."""
     out = TopPLogitsWarper(top_p, min_tokens_to_keep=m)(None, scores)
     for row, row_out in zip(scores, out):
         keep, mass_before = reference_top_p_keep(row, top_p, m)
@@ -304,13 +308,17 @@ def test_top_p_variants_agree_away_from_the_boundary(scores, top_p):
     Also assumed: scores that differ give probabilities that differ. llama's rule ranks by
     *probability* and the other two by *score*; ``[0, 6.1e-36]`` has two different scores but
     softmax gives exactly [0.5, 0.5], so at top_p=0 llama keeps token 0 (lower id) and
-    transformers keeps token 1 (higher score). Found by the ``thorough`` profile."""
-    for row in scores:
+    transformers keeps token 1 (higher score). Found by the ``thorough`` profile.
+
+    And no tie straddles the cut: there transformers (ascending sort) drops the lower ids and the
+    other two (descending sort) keep them."""
+    want = np.isfinite(top_p_warp(scores, top_p))
+    for row, row_want in zip(scores, want):
         _, mass_before = reference_top_p_keep(row, top_p, 1)
         assume(np.all(np.abs(mass_before - top_p) > 1e-5))
         finite = row[np.isfinite(row)]
         assume(len(np.unique(softmax(finite[None])[0])) == len(np.unique(finite)))
-    want = np.isfinite(top_p_warp(scores, top_p))
+        assume(not set(row[row_want].tolist()) & set(row[np.isfinite(row) & ~row_want].tolist()))
     np.testing.assert_array_equal(np.isfinite(shifted_top_p_warp(scores, top_p)), want)
     np.testing.assert_array_equal(llama_top_p_probs(softmax(scores), top_p) > 0, want)
 
@@ -333,3 +341,28 @@ def test_temperature_limits(scores):
     np.testing.assert_allclose(cold[np.arange(2), np.argmax(scores, -1)], 1.0, atol=1e-6)
     hot = softmax(temperature_warp(scores, 1e7))
     np.testing.assert_allclose(hot, 1.0 / 8, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# Ties at the top-p cut (issue 13): transformers 4.38.2's own answers, tests/golden/processors_more.npz
+
+
+def _top_p_tie_cases():
+    from processor_golden import standalone_cases
+    return [c for c in standalone_cases("processors_more.npz", {"TopPLogitsWarper"})
+            if c.values[0]["name"].startswith("top_p_ties")]
+
+
+@pytest.mark.parametrize("case, arrays", _top_p_tie_cases())
+def test_golden_top_p_ties_follow_torchs_stable_ascending_sort(case, arrays):
+    """Uniform rows of 2..16 entries and integer-valued rows with ties straddling the cut: the tokens
+    transformers 4.38.2 keeps (torch 2.13 CPU: a stable ascending sort, lower ids dropped first)."""
+    from processor_golden import check_standalone
+    check_standalone(case, arrays)
+
+
+def test_issue_13_example_top_p_ties():
+    """TopPLogitsWarper(0.5) on [[0, 0, 0, 0]] keeps {2, 3} in transformers 4.38.2; refdecode used to keep {0, 1}."""
+    out = TopPLogitsWarper(0.5)(None, np.zeros((1, 4), dtype=np.float32))
+    assert kept(out) == [2, 3]
+    assert len(_top_p_tie_cases()) >= 38

@@ -182,7 +182,7 @@ def _build_top_p() -> list[Case]:
             scores = np.log(np.array(probs, dtype=np.float32))[order][None]
             cases.append(Case("mass of the more probable tokens equals top_p exactly: the next token is dropped",
                               {"scores": scores, "top_p": p, "min_tokens_to_keep": 1}))
-    while len(cases) < 50 + 18 + 20:  # a tie straddling the cut: the lower ids are kept
+    while len(cases) < 50 + 18 + 20:  # a tie straddling the cut: the lower ids are dropped first
         vocab = int(rng.integers(4, 10))
         row = np.sort(rng.standard_normal(vocab).astype(np.float32))[::-1].copy()
         cut = int(rng.integers(1, vocab - 1))
@@ -190,7 +190,7 @@ def _build_top_p() -> list[Case]:
         probs = np.exp(row.astype(np.float64) - row.max())
         probs /= probs.sum()
         p = float(np.cumsum(probs)[cut - 1] + probs[cut] / 2)  # the cut falls between the two tied tokens
-        case = _top_p_case("tied tokens straddle the cut (lower id kept)", rng.permutation(row)[None], p)
+        case = _top_p_case("tied tokens straddle the cut (lower id dropped)", rng.permutation(row)[None], p)
         cases += [case] if case else []
     for keep in (1, 2, 3, 5):  # min_tokens_to_keep beats a tiny top_p
         cases.append(Case("min_tokens_to_keep beats a small top_p",
@@ -214,8 +214,9 @@ register(CaseType(
     name="top_p", groups=("warpers", "processors_and_warpers"),
     summary="TopPLogitsWarper (transformers' rule): sort ascending, cumulative softmax, remove positions with "
             "cumulative <= 1 - top_p except the last min_tokens_to_keep; removed scores become -inf.",
-    tie_rule="equal scores rank by token id, lower id = more probable, so on a tie straddling the cut the lower "
-             "ids are kept; a token whose more probable predecessors have mass exactly top_p is dropped",
+    tie_rule="a stable ascending sort (equal scores in token-id order), so on a tie straddling the cut the lower "
+             "ids are dropped first, as transformers 4.38.2 on torch's CPU sort (stable up to 16 entries); a "
+             "token whose more probable predecessors have mass exactly top_p is dropped",
     inputs=obj(scores=F32(2), top_p=FLOAT, min_tokens_to_keep=INT), outputs=obj(scores=F32(2)),
     build=_build_top_p, margins=_margins_top_p,
     run=lambda inp: {"scores": rd.TopPLogitsWarper(inp["top_p"], min_tokens_to_keep=inp["min_tokens_to_keep"])(
