@@ -65,8 +65,8 @@ function topK(scores, topK, minTokensToKeep) {
 function topP(scores, topP, minTokensToKeep) {
   const threshold = f(1 - topP);
   return scores.map((row) => {
-    // ascending order; equal scores: the higher id first (it counts as less probable)
-    const order = row.map((_, i) => i).sort((a, b) => row[a] - row[b] || b - a);
+    // ascending order, stable: equal scores in id order, so the lower id is dropped first (torch's CPU sort)
+    const order = row.map((_, i) => i).sort((a, b) => row[a] - row[b] || a - b);
     const probs = softmax(order.map((i) => row[i]));
     const out = [...row];
     let cumulative = 0; // torch's CPU cumsum accumulates in double and rounds each prefix to float32
