@@ -74,6 +74,7 @@ from .token_constraints import (
     PrefixConstrainedLogitsProcessor,
     SequenceBiasLogitsProcessor,
     SuppressTokensAtBeginLogitsProcessor,
+    ForceTokensLogitsProcessor,
     SuppressTokensLogitsProcessor,
 )
 from .prompt_penalties import (
@@ -97,6 +98,7 @@ from .assisted_decoding import assisted_decoding
 from .constraints import Constraint, ConstraintListState, DisjunctiveConstraint, PhrasalConstraint
 from .constrained_beam_scorer import ConstrainedBeamSearchScorer
 from .constrained_beam_search import constrained_beam_search
+from .contrastive_search import contrastive_search
 
 # 5  stopping
 from .stopping_criteria import (
@@ -133,13 +135,13 @@ __all__ = [
     "TypicalLogitsWarper", "EpsilonLogitsWarper", "EtaLogitsWarper", "MinPLogitsWarper",
     "SequenceBiasLogitsProcessor", "NoBadWordsLogitsProcessor", "PrefixConstrainedLogitsProcessor",
     "ForcedBOSTokenLogitsProcessor", "ForcedEOSTokenLogitsProcessor", "SuppressTokensLogitsProcessor",
-    "SuppressTokensAtBeginLogitsProcessor", "EncoderRepetitionPenaltyLogitsProcessor",
+    "SuppressTokensAtBeginLogitsProcessor", "ForceTokensLogitsProcessor", "EncoderRepetitionPenaltyLogitsProcessor",
     "EncoderNoRepeatNGramLogitsProcessor", "UnbatchedClassifierFreeGuidanceLogitsProcessor",
     "ExponentialDecayLengthPenalty", "InfNanRemoveLogitsProcessor", "LogitNormalization",
     "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
     "group_beam_search", "AssistedCandidateGenerator", "PromptLookupCandidateGenerator", "assisted_decoding",
     "Constraint", "ConstraintListState", "DisjunctiveConstraint", "PhrasalConstraint",
-    "ConstrainedBeamSearchScorer", "constrained_beam_search",
+    "ConstrainedBeamSearchScorer", "constrained_beam_search", "contrastive_search",
     "StoppingCriteria", "StoppingCriteriaList", "StopStringCriteria", "EosTokenCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria",
     "MaxTimeCriteria", "GenerationConfig", "GenerateDecoderOnlyOutput", "GenerateBeamDecoderOnlyOutput", "generate",
     # conveniences for code ported from transformers

@@ -38,6 +38,7 @@ from .beam_scorer import BeamSearchScorer
 from .beam_search import beam_sample, beam_search
 from .constrained_beam_scorer import ConstrainedBeamSearchScorer
 from .constrained_beam_search import constrained_beam_search
+from .contrastive_search import contrastive_search
 from .decode_loop import make_rng
 from .constraints import constraints_from_config
 from .generation_config import GenerationConfig, generation_mode, length_warnings, model_generation_config
@@ -55,6 +56,7 @@ from .logits_process import (
 from .entropy_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
 from .length_penalties import ExponentialDecayLengthPenalty
 from .logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from .model_outputs import OutputRecorder
 from .prompt_penalties import (
     EncoderNoRepeatNGramLogitsProcessor,
     EncoderRepetitionPenaltyLogitsProcessor,
@@ -62,7 +64,7 @@ from .prompt_penalties import (
 )
 from .sampling import sample
 from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
-from .token_constraints import (ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor, NoBadWordsLogitsProcessor,
+from .token_constraints import (ForceTokensLogitsProcessor, ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor, NoBadWordsLogitsProcessor,
                                 PrefixConstrainedLogitsProcessor, SequenceBiasLogitsProcessor,
                                 SuppressTokensAtBeginLogitsProcessor, SuppressTokensLogitsProcessor)
 from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList, StopStringCriteria
@@ -177,6 +179,7 @@ def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = N
     """
     c, eos = config, config.eos_token_id
     begin = prompt_len + 1 if prompt_len == 1 and c.forced_bos_token_id is not None else prompt_len
+    begin += c.forced_decoder_ids[-1][0] if c.forced_decoder_ids else 0  # 4.38.2: past the forced positions
     steps = [  # (active?, build)
         (c.guidance_scale is not None and c.guidance_scale != 1, lambda: UnbatchedClassifierFreeGuidanceLogitsProcessor(
             c.guidance_scale, _need(model, "model"), negative_prompt_ids, negative_prompt_attention_mask)),
@@ -207,6 +210,7 @@ def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = N
         (c.suppress_tokens is not None, lambda: SuppressTokensLogitsProcessor(c.suppress_tokens)),
         (c.begin_suppress_tokens is not None,
          lambda: SuppressTokensAtBeginLogitsProcessor(c.begin_suppress_tokens, begin)),
+        (c.forced_decoder_ids is not None, lambda: ForceTokensLogitsProcessor(c.forced_decoder_ids)),
     ]
     procs = _merge([build() for active, build in steps if active], custom, "logits processor")
     return LogitsProcessorList(procs + ([LogitNormalization()] if c.renormalize_logits is True else []))
@@ -435,8 +439,28 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
                   eos_token_id=config.eos_token_id, output_scores=config.output_scores,
                   output_logits=bool(config.output_logits), return_dict_in_generate=config.return_dict_in_generate)
     if mode == "assisted_generation":
+        if config.output_hidden_states or config.output_attentions:
+            raise ValueError("`output_hidden_states` / `output_attentions` are not implemented by refdecode for "
+                             "assisted generation (transformers splits the verified tokens' states per token)")
         return _assisted_generation(model, assistant_model, input_ids, attention_mask, config, logits_processor,
                                     common, make_rng(rng, seed), draw, uniform or default_uniform, streamer, kwargs)
+    if mode == "contrastive_search":
+        if not config.use_cache:
+            raise ValueError("Contrastive search requires `use_cache=True`")
+        return contrastive_search(model, input_ids, top_k=config.top_k, penalty_alpha=config.penalty_alpha,
+                                  attention_mask=attention_mask, streamer=streamer,
+                                  output_hidden_states=config.output_hidden_states,
+                                  output_attentions=config.output_attentions, **common)
+    recorder = OutputRecorder.for_config(model, config)   # hidden states / attentions, when asked for
+    rows = batch * (config.num_return_sequences if mode == "sample" else 1 if mode == "greedy_search"
+                    else config.num_beams)
+    return recorder.attach(_decode(mode, recorder.model_for_loop, input_ids, attention_mask, config, common,
+                                   batch, rng, seed, draw, streamer), rows)
+
+
+def _decode(mode: str, model: Any, input_ids: np.ndarray, attention_mask: np.ndarray, config: GenerationConfig,
+            common: dict, batch: int, rng: Any, seed: Any, draw: Any, streamer: Any) -> Any:
+    """The loop ``mode`` selects (steps 10-13 of 4.38.2's generate): expand the rows, build its scorer, run it."""
     if mode == "greedy_search":
         return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, trace=trace, **common)
     if mode == "sample":

@@ -4,11 +4,9 @@ Contract: a dataclass validated once (``__post_init__`` and :meth:`GenerationCon
 :func:`generation_mode` says which decoding algorithm it selects, as transformers'
 ``_get_generation_mode`` does. ``generate.py`` turns it into processors, warpers and a loop.
 
-Fields refdecode does not implement (contrastive search, forced decoder ids,
-attention / hidden-state outputs, ...) exist so that a transformers ``generation_config.json``
-loads, but they are accepted only where transformers would ignore them (their defaults, or a
-value the 4.38.2 code treats as "off"); anything else raises a ``ValueError`` naming the field.
-``min_p`` is a transformers 4.41 field (newer than the pinned 4.38.2).
+Every field of 4.38.2's ``GenerationConfig`` that a decoder-only model uses is implemented;
+``cache_implementation="static"`` is refused as 4.38.2 refuses it for GPT-2. ``min_p`` and
+``stop_strings`` are transformers 4.41 fields (newer than the pinned 4.38.2).
 Docs: docs/generate.md.
 
 >>> cfg = GenerationConfig(num_beams=4, num_return_sequences=2)
@@ -164,12 +162,10 @@ class GenerationConfig:
             if self.num_beams > 1 and self.num_return_sequences > self.num_beams:
                 raise ValueError(f"`num_return_sequences` ({self.num_return_sequences}) has to be smaller or equal "
                                  f"to `num_beams` ({self.num_beams}).")
-        for name, inactive in _UNIMPLEMENTED.items():
-            value = getattr(self, name)
-            if not inactive(value):
-                raise ValueError(f"`{name}`={value!r} is not implemented by refdecode (it only accepts the values "
-                                 f"transformers 4.38.2 treats as off, e.g. the default "
-                                 f"{_DEFAULTS[name]!r})")
+        if self.cache_implementation == "static":  # 4.38.2 raises this for GPT-2 (no `_setup_cache`)
+            raise ValueError("The `generation_config` defines a `cache_implementation` that is not compatible with "
+                             "this model (`cache_implementation`='static' needs a static-cache model; GPT-2 has "
+                             "none in transformers 4.38.2). Leave it None.")
         _warn(generation_warnings(self))  # where transformers 4.38.2 warns (a value that will be ignored)
 
     def update(self, **kwargs: Any) -> dict[str, Any]:
@@ -270,8 +266,7 @@ def _type_only(kind: type | tuple[type, ...], allowed: str) -> Any:
 
 
 #: field -> check(name, value) -> normalised value; raises ArgumentTypeError (a TypeError and a ValueError)
-#: or ValueError naming the field, the allowed values and the value received. Fields refdecode does not
-#: implement get a type check here and the "inactive value" check of ``_UNIMPLEMENTED``.
+#: or ValueError naming the field, the allowed values and the value received.
 _FIELD_RULES: dict[str, Any] = {
     "max_length": _integer(minimum=1),
     "max_new_tokens": _integer(minimum=1, allow_none=True),
@@ -333,22 +328,6 @@ def _check_fields(config: GenerationConfig) -> None:
         checked = rule(name, value)
         if checked is not value:
             object.__setattr__(config, name, checked)
-
-
-_DEFAULTS = {f.name: (f.default if f.default is not dataclasses.MISSING else {})
-             for f in dataclasses.fields(GenerationConfig)}
-
-#: field -> predicate "transformers 4.38.2 would not act on this value" (the conditions of
-#: ``_get_logits_processor`` / ``_get_generation_mode``). What is left is contrastive search,
-#: forced decoder ids (Whisper-style), attention / hidden-state outputs and static caches:
-#: see docs/generate.md.
-_UNIMPLEMENTED = {
-    "penalty_alpha": lambda v: v is None or v <= 0,
-    "forced_decoder_ids": lambda v: v is None,
-    "output_attentions": lambda v: v is False,
-    "output_hidden_states": lambda v: v is False,
-    "cache_implementation": lambda v: v is None,
-}
 
 
 def _check_processor_fields(c: GenerationConfig) -> None:
@@ -452,7 +431,8 @@ def generation_mode(config: GenerationConfig, assistant_model: Any = None) -> st
     """The decoding algorithm ``config`` selects, as 4.38.2's ``_get_generation_mode``.
 
     ``constraints`` or ``force_words_ids`` set: "constrained_beam_search" (whatever the other fields);
-    num_beams == 1: "greedy_search" (do_sample False) or "sample"; num_beams > 1:
+    num_beams == 1: "sample" (do_sample), "contrastive_search" (``penalty_alpha > 0`` and ``top_k > 1``) or
+    "greedy_search"; num_beams > 1:
     "group_beam_search" (num_beam_groups > 1), else "beam_sample" (do_sample) or "beam_search".
     An ``assistant_model`` or ``prompt_lookup_num_tokens`` turns greedy search and sampling into
     "assisted_generation" (and is refused with beams).
@@ -461,10 +441,11 @@ def generation_mode(config: GenerationConfig, assistant_model: Any = None) -> st
     >>> generation_mode(sampling), generation_mode(beam_sampling)
     ('sample', 'beam_sample')
     """
+    contrastive = config.top_k is not None and config.top_k > 1 and (config.penalty_alpha or 0) > 0
     if config.constraints is not None or config.force_words_ids is not None:
-        return "constrained_beam_search"
-    if config.num_beams == 1:
-        mode = "sample" if config.do_sample else "greedy_search"
+        mode = "constrained_beam_search"
+    elif config.num_beams == 1:
+        mode = "sample" if config.do_sample else "contrastive_search" if contrastive else "greedy_search"
     elif config.num_beam_groups > 1:
         mode = "group_beam_search"
     else:

@@ -73,6 +73,8 @@ class GenerateDecoderOnlyOutput(ModelOutput):
     sequences: np.ndarray
     scores: tuple[np.ndarray, ...] | None = None
     logits: tuple[np.ndarray, ...] | None = None
+    attentions: tuple[tuple[np.ndarray, ...], ...] | None = None     # per step, per layer (N, H, T, S+T)
+    hidden_states: tuple[tuple[np.ndarray, ...], ...] | None = None  # per step, n_layer + 1 of (N, T, E)
     past_key_values: Any = None
 
 
@@ -85,6 +87,8 @@ class GenerateBeamDecoderOnlyOutput(ModelOutput):
     scores: tuple[np.ndarray, ...] | None = None
     logits: tuple[np.ndarray, ...] | None = None
     beam_indices: np.ndarray | None = None
+    attentions: tuple[tuple[np.ndarray, ...], ...] | None = None     # per step, per layer (B*K, H, T, S+T)
+    hidden_states: tuple[tuple[np.ndarray, ...], ...] | None = None  # per step, n_layer + 1 of (B*K, T, E)
     past_key_values: Any = None
 
 

@@ -138,6 +138,14 @@ def attend(w: np.ndarray, v: np.ndarray, pad_bias: np.ndarray | None) -> np.ndar
     >>> attend(w, v, None).ravel().tolist()                          # token 0 sees only itself
     [1.0, 2.0]
     """
+    return attention_probs(w, pad_bias) @ v  # (B, H, T, S+T) @ (B, H, S+T, D) -> (B, H, T, D)
+
+
+def attention_probs(w: np.ndarray, pad_bias: np.ndarray | None) -> np.ndarray:
+    """The attention weights of :func:`attend`: masked scores float32 (B, H, T, S + T) -> softmax, same shape.
+
+    These are what transformers returns as ``attentions`` (``output_attentions=True``).
+    """
     T, S_T = w.shape[2], w.shape[3]
     if T > 1:  # a single new token may attend to every key, so decoding steps skip the causal mask
         causal = np.tri(T, S_T, k=S_T - T, dtype=bool)  # (T, S+T): query t sees keys <= S + t
@@ -145,29 +153,35 @@ def attend(w: np.ndarray, v: np.ndarray, pad_bias: np.ndarray | None) -> np.ndar
     if pad_bias is not None:
         with np.errstate(over="ignore"):  # m + m overflows to -inf, as in torch
             w = w + pad_bias  # (B, H, T, S+T) + (B, 1, 1, S+T)
-    return softmax(w, axis=-1) @ v  # (B, H, T, S+T) @ (B, H, S+T, D) -> (B, H, T, D)
+    return softmax(w, axis=-1)
 
 
 def mha(x: np.ndarray, c_attn: dict, c_proj: dict, *, shape: tuple[int, int], layer: int,
-        cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
+        cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config,
+        attentions: list | None = None) -> np.ndarray:
     """Multi-head causal self-attention, transformers' GPT2Attention: fused qkv projection, heads, cache append,
     attention, output projection.
 
     x float32 (B*T, E) -> (B*T, E); ``shape`` is (B, T). The T new keys/values of this layer are written
     into ``cache`` at position S (``cache.length``); the caller advances the cache after the last layer.
+    ``attentions``, if a list, receives this layer's attention weights (B, H, T, S+T).
     """
     B, T = shape
     E, H = x.shape[-1], config.n_head
     qkv = linear(x, **c_attn)  # (B*T, E) -> (B*T, 3E), one matmul for q, k and v
     qkv = qkv.reshape(B, T, 3, H, E // H).transpose(2, 0, 3, 1, 4)  # -> (3, B, H, T, D)
     k, v = cache.append(layer, qkv[1], qkv[2])  # -> (B, H, S+T, D) each, views of the cache
-    out = attend(attention_scores(qkv[0], k, layer, config), v, pad_bias)  # (B, H, T, D)
+    probs = attention_probs(attention_scores(qkv[0], k, layer, config), pad_bias)  # (B, H, T, S+T)
+    if attentions is not None:  # output_attentions=True
+        attentions.append(probs)
+    out = probs @ v  # (B, H, T, S+T) @ (B, H, S+T, D) -> (B, H, T, D)
     out = out.transpose(0, 2, 1, 3).reshape(B * T, E)  # merge heads: (B, H, T, D) -> (B*T, E)
     return linear(out, **c_proj)  # (B*T, E)
 
 
 def block(x: np.ndarray, ln_1: dict, attn: dict, ln_2: dict, mlp: dict, *, layer: int, shape: tuple[int, int],
-          cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config) -> np.ndarray:
+          cache: KVCache, pad_bias: np.ndarray | None, config: GPT2Config, attentions: list | None = None,
+          ) -> np.ndarray:
     """GPT2Block (pre-LayerNorm residual block); x float32 (B*T, E) -> (B*T, E).
 
     The parameters carry the checkpoint's names (``attn``, ``mlp``); the functions they feed are
@@ -175,7 +189,7 @@ def block(x: np.ndarray, ln_1: dict, attn: dict, ln_2: dict, mlp: dict, *, layer
     """
     eps = config.layer_norm_epsilon
     x = x + mha(layer_norm(x, **ln_1, eps=eps), **attn, shape=shape, layer=layer, cache=cache,
-                pad_bias=pad_bias, config=config)
+                pad_bias=pad_bias, config=config, attentions=attentions)
     return x + ffn(layer_norm(x, **ln_2, eps=eps), **mlp, act=ACT2FN[config.activation_function])
 
 
@@ -201,7 +215,8 @@ def default_position_ids(attention_mask: np.ndarray | None, past_length: int, ba
 
 
 def gpt2(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str, Any], config: GPT2Config,
-         cache: KVCache, attention_mask: np.ndarray | None = None, logits_to_keep: int = 0) -> np.ndarray:
+         cache: KVCache, attention_mask: np.ndarray | None = None, logits_to_keep: int = 0,
+         hidden_states: list | None = None, attentions: list | None = None) -> np.ndarray:
     """GPT2LMHeadModel forward on already-validated inputs; appends to ``cache`` in place.
 
     Args:
@@ -210,6 +225,10 @@ def gpt2(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str, Any]
         cache: KVCache with S tokens and B rows; holds S + T afterwards.
         attention_mask: 0/1 (B, S + T) or None (attend to everything).
         logits_to_keep: 0 for all T positions, n for the last n only (prefill needs one).
+        hidden_states: a list to receive transformers' ``hidden_states`` (``output_hidden_states=True``):
+            the input of every block, then the last block's output after ``ln_f``, each float32 (B, T, E)
+            (n_layer + 1 arrays; all T positions, whatever ``logits_to_keep``), or None.
+        attentions: a list to receive every layer's attention weights float32 (B, H, T, S + T), or None.
 
     Returns:
         logits float32 (B, T, V) (or (B, n, V)).
@@ -219,8 +238,13 @@ def gpt2(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str, Any]
     x = x.reshape(B * T, -1)  # (B*T, E): every layer works on one 2-D matrix
     pad_bias = None if attention_mask is None or attention_mask.all() else padding_bias(attention_mask)
     for i, layer_params in enumerate(params["h"]):
-        x = block(x, **layer_params, layer=i, shape=(B, T), cache=cache, pad_bias=pad_bias, config=config)
+        if hidden_states is not None:  # output_hidden_states=True: each block's input
+            hidden_states.append(x.reshape(B, T, -1))
+        x = block(x, **layer_params, layer=i, shape=(B, T), cache=cache, pad_bias=pad_bias, config=config,
+                  attentions=attentions)
     cache.advance(T)
+    if hidden_states is not None:  # ... and the last one after ln_f, at every position (GPT2Model's last entry)
+        hidden_states.append(layer_norm(x, **params["ln_f"], eps=config.layer_norm_epsilon).reshape(B, T, -1))
     n = logits_to_keep if logits_to_keep > 0 else T
     x = x.reshape(B, T, -1)[:, T - n :].reshape(B * n, -1)  # (B*n, E): only the positions we return
     x = layer_norm(x, **params["ln_f"], eps=config.layer_norm_epsilon)

@@ -47,10 +47,15 @@ class CausalLMOutput:
     Attributes:
         logits: float32 (B, T, V), or (B, n, V) with ``logits_to_keep=n``.
         past_key_values: the KVCache, now holding S + T tokens.
+        hidden_states: with ``output_hidden_states=True``, n_layer + 1 arrays float32 (B, T, E): each
+            block's input, then the last block's output after ``ln_f`` (transformers' layout); else None.
+        attentions: with ``output_attentions=True``, n_layer arrays float32 (B, H, T, S + T); else None.
     """
 
     logits: np.ndarray
     past_key_values: KVCache
+    hidden_states: tuple[np.ndarray, ...] | None = None
+    attentions: tuple[np.ndarray, ...] | None = None
 
 
 class GPT2:
@@ -114,7 +119,8 @@ class GPT2:
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
                  position_ids: np.ndarray | None = None, past_key_values: KVCache | None = None,
-                 logits_to_keep: int = 0) -> CausalLMOutput:
+                 logits_to_keep: int = 0, output_hidden_states: bool = False,
+                 output_attentions: bool = False) -> CausalLMOutput:
         """Run T new tokens through the model, after the S in ``past_key_values`` (see module docstring).
 
         Args:
@@ -123,6 +129,8 @@ class GPT2:
             position_ids: int (B, T) in [0, n_positions); None = :func:`~refdecode.gpt2.default_position_ids`.
             past_key_values: KVCache with B rows, or None for a fresh one of capacity T.
             logits_to_keep: 0 = logits of all T positions; n in [1, T] = the last n only.
+            output_hidden_states, output_attentions: also return every layer's hidden states / attention
+                weights (the plain forward pass only: it is the one that keeps them).
 
         Returns:
             CausalLMOutput(logits float32 (B, T or n, V), past_key_values = the cache, S + T tokens).
@@ -157,6 +165,17 @@ class GPT2:
         if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, (int, np.integer)) \
                 or not 0 <= logits_to_keep <= T:
             raise ValueError(f"`logits_to_keep` must be an integer in [0, T={T}], got {logits_to_keep!r}")
+        if output_hidden_states or output_attentions:  # the readable pass collects them layer by layer
+            if self.forward != "plain":
+                raise ValueError("`output_hidden_states` / `output_attentions` need the plain forward pass: load "
+                                 f"the model with forward='plain' (it has forward={self.forward!r})")
+            hidden: list | None = [] if output_hidden_states else None
+            attentions: list | None = [] if output_attentions else None
+            logits = gpt2(input_ids, position_ids, self.params, c, past_key_values, attention_mask,
+                          int(logits_to_keep), hidden_states=hidden, attentions=attentions)
+            return CausalLMOutput(logits=logits, past_key_values=past_key_values,
+                                  hidden_states=None if hidden is None else tuple(hidden),
+                                  attentions=None if attentions is None else tuple(attentions))
         forward = FORWARDS[self.forward]  # refdecode.gpt2.gpt2 or refdecode.fast.forward.gpt2_fast
         logits = forward(input_ids, position_ids, self.params, c, past_key_values, attention_mask,
                          int(logits_to_keep))

@@ -40,6 +40,7 @@ __all__ = [
     "forced_eos_process",
     "suppress_tokens_process",
     "suppress_tokens_at_begin_process",
+    "force_tokens_process",
     "SequenceBiasLogitsProcessor",
     "NoBadWordsLogitsProcessor",
     "PrefixConstrainedLogitsProcessor",
@@ -47,6 +48,7 @@ __all__ = [
     "ForcedEOSTokenLogitsProcessor",
     "SuppressTokensLogitsProcessor",
     "SuppressTokensAtBeginLogitsProcessor",
+    "ForceTokensLogitsProcessor",
 ]
 
 
@@ -212,6 +214,23 @@ def suppress_tokens_at_begin_process(input_ids: np.ndarray, scores: np.ndarray, 
     return scores.copy()
 
 
+def force_tokens_process(input_ids: np.ndarray, scores: np.ndarray, force_token_map: dict[int, int]) -> np.ndarray:
+    r"""At length ``T = input_ids.shape[-1]``, if ``force_token_map`` has ``T``, force that token (0, all else -inf).
+
+    ``forced_decoder_ids = [[index, token], ...]`` is Whisper's decoder prompt (its language and task
+    tokens); the index is the **whole** sequence length, prompt included, so for a decoder-only model
+    ``[[T0 + 1, t]]`` forces the second generated token of a T0-token prompt. transformers 4.38.2
+    ``ForceTokensLogitsProcessor``; ``generate`` also moves ``SuppressTokensAtBegin``'s index past the
+    last forced position, as 4.38.2 does.
+
+    >>> force_tokens_process(np.array([[5, 6]]), np.array([[1.0, 2.0, 3.0]], dtype=np.float32), {2: 1})
+    array([[-inf,   0., -inf]], dtype=float32)
+    """
+    check_input_ids(input_ids, check_scores(scores).shape[0])
+    token = force_token_map.get(input_ids.shape[-1])
+    return scores.copy() if token is None else _force(scores, [token])
+
+
 # ----------------------------------------------------------------------------------------------
 # Argument checks (transformers 4.38.2's, with the argument named)
 
@@ -317,3 +336,20 @@ class SuppressTokensAtBeginLogitsProcessor(LogitsProcessor):
 
     def __call__(self, input_ids, scores, **kwargs):
         return suppress_tokens_at_begin_process(input_ids, scores, self.begin_suppress_tokens, self.begin_index)
+
+
+class ForceTokensLogitsProcessor(LogitsProcessor):
+    """Force ``token`` at sequence length ``index`` for each ``[index, token]`` of ``force_token_map``;
+    see :func:`force_tokens_process`."""
+
+    def __init__(self, force_token_map):
+        if not isinstance(force_token_map, (list, tuple, dict)) or not all(
+                isinstance(pair, (list, tuple)) and len(pair) == 2 and all(is_integer(v) and v >= 0 for v in pair)
+                for pair in (force_token_map.items() if isinstance(force_token_map, dict) else force_token_map)):
+            raise ValueError("`forced_decoder_ids` has to be a list of [index, token_id] pairs of non-negative "
+                             f"integers, but is {force_token_map!r}")
+        self.force_token_map = {int(i): int(t) for i, t in dict(force_token_map).items()}
+
+    def __call__(self, input_ids, scores, **kwargs):
+        _check_vocab("forced_decoder_ids", list(self.force_token_map.values()), check_scores(scores).shape[1])
+        return force_tokens_process(input_ids, scores, self.force_token_map)

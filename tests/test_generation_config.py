@@ -57,18 +57,15 @@ def test_invalid_values_raise_naming_the_field(kwargs, field):
         GenerationConfig(**kwargs)
 
 
-@pytest.mark.parametrize("field, value", [
-    ("penalty_alpha", 0.6), ("forced_decoder_ids", [[1, 2]]),
-    ("output_attentions", True), ("output_hidden_states", True), ("cache_implementation", "static"),
-])
-def test_unimplemented_fields_only_accept_inactive_values(field, value):
-    with pytest.raises(ValueError, match=f"`{field}`.*not implemented"):
-        GenerationConfig(**{field: value})
-
-
-def test_inactive_values_of_unimplemented_fields_are_accepted():
-    """Values 4.38.2 itself ignores (penalty_alpha 0, constraints None)."""
-    GenerationConfig(penalty_alpha=0.0, constraints=None, forced_decoder_ids=None)
+def test_every_decoder_only_field_is_implemented():
+    """What was refused before (contrastive search, forced decoder ids, hidden states / attentions) now selects
+    its behaviour; a static cache is refused as 4.38.2 refuses it for GPT-2, and other cache names are ignored."""
+    assert generation_mode(GenerationConfig(penalty_alpha=0.6, top_k=4)) == "contrastive_search"
+    assert generation_mode(GenerationConfig(penalty_alpha=0.6, top_k=1)) == "greedy_search"   # top_k > 1 needed
+    GenerationConfig(forced_decoder_ids=[[1, 2]], output_attentions=True, output_hidden_states=True,
+                     cache_implementation="sliding")
+    with pytest.raises(ValueError, match="`cache_implementation`"):
+        GenerationConfig(cache_implementation="static")
 
 
 @pytest.mark.parametrize("field, value", [

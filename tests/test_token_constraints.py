@@ -129,3 +129,43 @@ def test_forced_bos_and_eos_leave_exactly_one_finite_token_at_their_step(scores,
 def test_invalid_arguments_name_the_parameter(make, name):
     with pytest.raises(ValueError, match=f"`{name}`"):
         make()
+
+
+# ---- ForceTokensLogitsProcessor (forced_decoder_ids): golden from tools/golden/make_force_tokens_golden.py ----
+
+
+def _force_golden():
+    from test_generate import golden
+    return golden("force_tokens.npz")
+
+
+@pytest.mark.parametrize("case", [c for c in _force_golden()[0]["cases"] if c["kind"] == "processor"],
+                         ids=lambda c: c["id"])
+def test_force_tokens_processor_golden(case):
+    from refdecode.token_constraints import ForceTokensLogitsProcessor
+    _, arrays = _force_golden()
+    cid = case["id"]
+    scores = arrays[f"{cid}/scores"]
+    out = ForceTokensLogitsProcessor(case["forced_decoder_ids"])(arrays[f"{cid}/input_ids"], scores)
+    assert out.dtype == np.float32 and np.array_equal(out, arrays[f"{cid}/out"])
+    assert out is not scores
+
+
+@pytest.mark.parametrize("case", [c for c in _force_golden()[0]["cases"] if c["kind"] == "generate"],
+                         ids=lambda c: c["id"])
+def test_forced_decoder_ids_in_generate_golden(case):
+    """Greedy and beam search with forced_decoder_ids (and begin_suppress_tokens, moved past the forced positions)."""
+    from test_generate import check, golden_model
+
+    from refdecode.generate import generate
+    _, arrays = _force_golden()
+    cid = case["id"]
+    out = generate(golden_model(case["model"]), arrays[f"{cid}/input_ids"].astype(np.int64), **case["kwargs"])
+    check(f"{cid} sequences", out.sequences, arrays[f"{cid}/sequences"], True)
+
+
+@pytest.mark.parametrize("bad", [[[1]], [[1, -2]], "x", [[1.5, 2]], [[True, 2]]])
+def test_forced_decoder_ids_validated(bad):
+    from refdecode.token_constraints import ForceTokensLogitsProcessor
+    with pytest.raises(ValueError, match="forced_decoder_ids"):
+        ForceTokensLogitsProcessor(bad)
