@@ -366,7 +366,7 @@ def _check_trace(trace: Any, mode: str) -> Recorder:
         return NO_TRACE
     if not isinstance(trace, Recorder):
         raise TypeError(f"`trace` has to be a refdecode.trace.TraceRecorder (or None), but is {type(trace).__name__}")
-    if mode in ("assisted_generation", "constrained_beam_search"):
+    if mode in ("assisted_generation", "constrained_beam_search", "contrastive_search"):
         raise ValueError(f"`trace` records greedy, sample, beam search, beam sample and group beam search; {mode} "
                          "is not traced (yet)")
     return trace
@@ -455,11 +455,11 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     rows = batch * (config.num_return_sequences if mode == "sample" else 1 if mode == "greedy_search"
                     else config.num_beams)
     return recorder.attach(_decode(mode, recorder.model_for_loop, input_ids, attention_mask, config, common,
-                                   batch, rng, seed, draw, streamer), rows)
+                                   batch, rng, seed, draw, streamer, trace), rows)
 
 
 def _decode(mode: str, model: Any, input_ids: np.ndarray, attention_mask: np.ndarray, config: GenerationConfig,
-            common: dict, batch: int, rng: Any, seed: Any, draw: Any, streamer: Any) -> Any:
+            common: dict, batch: int, rng: Any, seed: Any, draw: Any, streamer: Any, trace: Recorder) -> Any:
     """The loop ``mode`` selects (steps 10-13 of 4.38.2's generate): expand the rows, build its scorer, run it."""
     if mode == "greedy_search":
         return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, trace=trace, **common)
