@@ -32,6 +32,9 @@ L      n_layer, H n_head, D head dim (n_embd / n_head), E n_embd
 =====  ==========================================================
 
 All floating arrays are float32, all token arrays int64.
+
+The docstrings cite the five source documents by short name (the 4.26 walkthrough, the top-p
+article, the pipeline post, the neural-speed article, the sampling note): docs/references.md.
 """
 
 __version__ = "0.1.0"

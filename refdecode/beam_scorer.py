@@ -4,8 +4,8 @@ Contract: the decode loops (beam_search.py, group_beam_search.py) compute scores
 top candidates; this module decides, for each prompt, which candidates keep running, which
 finished ones (those ending in eos) are kept, when a prompt is done, and finally which sequences
 are returned. It never sees the model. Same names, arguments and arithmetic as transformers
-4.38.2 ``generation/beam_search.py`` (source document 003 walks through ``is_done``/``process``/
-``finalize``; document 000 section 3.3 through ``process``/``add``/``finalize``).
+4.38.2 ``generation/beam_search.py`` (the neural-speed article walks through ``is_done``/``process``/
+``finalize``; the 4.26 walkthrough section 3.3 through ``process``/``add``/``finalize``).
 
 Arithmetic: scores arrive as float32; like transformers (``tensor.item()``) they become Python
 floats here, the length penalty is applied in float64, and ``finalize`` returns float32 scores.
@@ -15,7 +15,7 @@ floats here, the length penalty is applied in float64, and ``finalize`` returns 
 
 where ``cur_len`` counts the eos token although the stored hypothesis does not contain it
 (#8722), and :math:`\alpha` is ``length_penalty`` (1.0 by default, which is not neutral: 0 is).
-Docs: docs/beam-search.md (document 000's length-penalty examples eg1-eg3 computed with this code).
+Docs: docs/beam-search.md (the 4.26 walkthrough's length-penalty examples eg1-eg3 computed with this code).
 """
 
 from __future__ import annotations

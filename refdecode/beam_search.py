@@ -1,4 +1,4 @@
-r"""Beam search and beam sample: keep the K best partial sequences per prompt (document 000 sections 3 and 5).
+r"""Beam search and beam sample: keep the K best partial sequences per prompt (the 4.26 walkthrough sections 3 and 5).
 
 Contract: ``beam_search(model, input_ids, beam_scorer, ...)`` and ``beam_sample(model, input_ids,
 beam_scorer, logits_warper=..., rng=...)`` -> int64 (B*R, T_out) (or the output object), as

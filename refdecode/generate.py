@@ -5,7 +5,7 @@ Contract: ``generate(model, input_ids, attention_mask=None, generation_config=No
 Returns the int64 (B*R, T_out) sequences, or with ``return_dict_in_generate=True`` the output
 object of the loop (``scores`` with ``output_scores=True``; beam modes add ``sequences_scores``
 and ``beam_indices``). It follows the numbered steps of 4.38.2's ``GenerationMixin.generate``
-for a decoder-only model (source document 002 lists them):
+for a decoder-only model (the pipeline post (docs/references.md) lists them):
 
 1. merge the config: ``generation_config`` (default: the model's) updated with ``kwargs``, validated;
 2. ``pad_token_id`` = the (first) eos id when unset, as transformers does for GPT-2;

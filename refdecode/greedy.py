@@ -1,4 +1,4 @@
-r"""Greedy search: at every step take the highest-scoring token (source document 000, section 2).
+r"""Greedy search: at every step take the highest-scoring token (the 4.26 walkthrough (docs/references.md), section 2).
 
 Contract: ``greedy_search(model, input_ids, ...)`` -> int64 (N, T_out) sequences (or a
 :class:`~refdecode.generation_output.GenerateDecoderOnlyOutput`), exactly as transformers 4.38.2

@@ -2,7 +2,7 @@ r"""Diverse (group) beam search: G groups of K/G beams, later groups penalised f
 
 Contract: ``group_beam_search(model, input_ids, beam_scorer, ...)`` -> int64 (B*R, T_out) (or the
 output object), as transformers 4.38.2 ``GenerationMixin.group_beam_search`` with the model first
-(document 000, section 6; Vijayakumar et al. 2016, https://arxiv.org/abs/1610.02424).
+(the 4.26 walkthrough (docs/references.md), section 6; Vijayakumar et al. 2016, https://arxiv.org/abs/1610.02424).
 
 Each step runs one model call for all B*K rows, then the groups **in turn**: group g takes its
 rows (beams g*K/G .. (g+1)*K/G - 1 of every prompt), applies log_softmax and the processors with

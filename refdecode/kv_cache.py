@@ -164,7 +164,7 @@ class KVCache:
         """In place: row i takes the keys/values of old row ``beam_idx[i]`` (transformers' ``_reorder_cache``).
 
         After a beam step, beam i of the next step continues beam ``beam_idx[i]`` of the previous one,
-        so its history must be that beam's. Seed document 003 (section "对kv_cache的处理") works through
+        so its history must be that beam's. The neural-speed article (section "对kv_cache的处理") works through
         4 beams going from ``[0, 1, 2, 3]`` to ``[0, 1, 1, 2]``: beam 2 now continues old beam 1 and
         beam 3 continues old beam 2, and a copy done slot by slot in place must copy 2 -> 3 before
         1 -> 2, or old beam 2 is overwritten before it is read. Here the rows are first gathered

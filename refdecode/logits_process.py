@@ -72,7 +72,7 @@ def min_length_process(input_ids: np.ndarray, scores: np.ndarray, min_length: in
     at ``T == min_length`` EOS is allowed again. The same T applies to every row. Nothing else
     changes (no renormalisation).
 
-    transformers 4.38.2 ``MinLengthLogitsProcessor``; source document 000,
+    transformers 4.38.2 ``MinLengthLogitsProcessor``; the 4.26 walkthrough (docs/references.md),
     "MinLengthLogitsProcessor".
 
     Args:
@@ -128,8 +128,8 @@ def repetition_penalty_process(input_ids: np.ndarray, scores: np.ndarray, penalt
     exactly 0 is divided and stays 0. ``penalty > 1`` lowers, ``0 < penalty < 1`` raises.
 
     transformers 4.38.2 ``RepetitionPenaltyLogitsProcessor`` (gather, ``where(score < 0, score *
-    penalty, score / penalty)``, scatter); source documents 000 "RepetitionPenaltyLogitsProcessor"
-    and 004 ``apply_repetition_penalty`` (same rule, written as a Python loop over ``set(ids)``).
+    penalty, score / penalty)``, scatter); the 4.26 walkthrough's "RepetitionPenaltyLogitsProcessor"
+    and the sampling note's ``apply_repetition_penalty`` (same rule, written as a Python loop over ``set(ids)``).
 
     >>> s = np.array([[2.0, -2.0, 1.0, 3.0]], dtype=np.float32)
     >>> repetition_penalty_process(np.array([[0, 1, 1]]), s, 2.0)   # tokens 0 and 1 seen
@@ -171,7 +171,7 @@ def no_repeat_ngram_process(input_ids: np.ndarray, scores: np.ndarray, ngram_siz
     and the last ``n - 1`` tokens of the row are the prefix that must not be completed again.
 
     transformers 4.38.2 ``NoRepeatNGramLogitsProcessor`` (``_calc_banned_ngram_tokens``, "copied
-    from fairseq"); source document 000, "NoRepeatNGramLogitsProcessor" (beam search section).
+    from fairseq"); the 4.26 walkthrough, "NoRepeatNGramLogitsProcessor" (beam search section).
 
     >>> s = np.zeros((2, 4), dtype=np.float32)
     >>> no_repeat_ngram_process(np.array([[1, 2, 1], [0, 0, 0]]), s, 2)   # row 0: (1,2) seen; row 1: (0,0)
@@ -230,7 +230,7 @@ def hamming_diversity_process(
     item -- with ``group_size = min(start + K // G, K) - start``; ``current_tokens`` int (B * K,).
 
     transformers 4.38.2 ``HammingDiversityLogitsProcessor`` (``bincount`` per batch item); source
-    document 000, "group_beam_search" / "HammingDiversityLogitsProcessor".
+    the 4.26 walkthrough, "group_beam_search" / "HammingDiversityLogitsProcessor".
 
     >>> s = np.zeros((1, 4), dtype=np.float32)             # B=1, K=4, G=2: group 1 = beams 2, 3
     >>> hamming_diversity_process(s[[0, 0]], np.array([3, 3, 0, 0]), 1, 0.5, 4, 2)

@@ -16,7 +16,7 @@ Order matters: top-p after temperature measures mass under the tempered distribu
 top-k only among the k survivors.
 
 Three top-p rules are written out side by side (see :func:`top_p_warp`,
-:func:`llama_top_p_probs` from source document 001, :func:`shifted_top_p_warp` from document 004;
+:func:`llama_top_p_probs` from the top-p article, :func:`shifted_top_p_warp` from the sampling note;
 compared on both documents' examples in docs/top-p.md).
 In exact arithmetic they all keep "the most probable tokens until their mass reaches p", but they
 differ on the boundary: transformers drops a token when the mass of the tokens before it is
@@ -80,8 +80,8 @@ def temperature_warp(scores: np.ndarray, temperature: float) -> np.ndarray:
     flattens (``T -> inf`` tends to uniform over the finite scores). The order of scores is
     unchanged; ``-inf`` stays ``-inf``. Computed in float32, like ``scores / temperature`` in torch.
 
-    transformers 4.38.2 ``TemperatureLogitsWarper``; source document 001, section 1 ("Temperature
-    温度系数作用": ``softmax(logits[:, -1] / temperature)``); document 004 adds ``eps = 1e-7`` to T,
+    transformers 4.38.2 ``TemperatureLogitsWarper``; the top-p article, section 1 ("Temperature
+    温度系数作用": ``softmax(logits[:, -1] / temperature)``); the sampling note adds ``eps = 1e-7`` to T,
     which transformers does not (it refuses T <= 0 instead).
 
     >>> temperature_warp(np.array([[2.0, -1.0, -np.inf]], dtype=np.float32), 0.5)
@@ -103,7 +103,7 @@ def top_k_warp(
     everything. If the k-th largest is ``-inf`` nothing is removed.
 
     transformers 4.38.2 ``TopKLogitsWarper`` (``scores < topk(scores, k)[0][..., -1, None]``);
-    source document 000, "TopKLogitsWarper"; document 004 ``top_k_filtering`` is the same rule
+    the 4.26 walkthrough, "TopKLogitsWarper"; the sampling note's ``top_k_filtering`` is the same rule
     without the caps (``top_k = 0`` disables it there; ``top_k > V`` makes its ``torch.topk`` raise).
 
     >>> s = np.array([[1.0, 3.0, 2.0, 2.0, 0.0]], dtype=np.float32)
@@ -138,7 +138,7 @@ def top_p_warp(
     accumulator). Ties: a stable ascending sort, as ``torch.sort`` on CPU for rows of up to 16
     entries: among tied tokens straddling the cut the lower ids come first and are dropped first.
 
-    transformers 4.38.2 ``TopPLogitsWarper``; source document 000, "TopPLogitsWarper".
+    transformers 4.38.2 ``TopPLogitsWarper``; the 4.26 walkthrough, "TopPLogitsWarper".
 
     Seed 001's example (probs [0.1, 0.3, 0.4, 0.15, 0.05], p = 0.8): ascending cumsum
     [0.05, 0.15, 0.3, 0.6, 1.0] <= 0.2 removes tokens 4 and 0, keeps {1, 2, 3} (mass 0.85):
@@ -154,7 +154,7 @@ def top_p_warp(
     array([0, 1, 2, 3])
 
     When the mass of the more probable tokens is exactly p, the token is dropped (llama's and
-    document 004's rules keep it). Here {0, 1} has mass 0.75 = p, so tokens 2 and 3 go:
+    the sampling note's rules keep it). Here {0, 1} has mass 0.75 = p, so tokens 2 and 3 go:
 
     >>> kept(top_p_warp(np.log(np.array([[0.5, 0.25, 0.125, 0.125]], dtype=np.float32)), 0.75))
     array([0, 1])
@@ -191,7 +191,7 @@ def top_p_warp(
 
 
 def llama_top_p_probs(probs: np.ndarray, p: float) -> np.ndarray:
-    r"""Meta llama's ``sample_top_p`` filter (source document 001, section 3.2): the distribution it samples from.
+    r"""Meta llama's ``sample_top_p`` filter (the top-p article, section 3.2): the distribution it samples from.
 
     Steps: sort probabilities descending; ``S = cumsum``; remove position ``i`` if
     ``S_i - p_i > p`` (the mass strictly before it exceeds p); zero the removed ones; renormalise.
@@ -205,7 +205,7 @@ def llama_top_p_probs(probs: np.ndarray, p: float) -> np.ndarray:
     scores [0, 6.1e-36] give probs [0.5, 0.5], so at p = 0 llama keeps token 0 and transformers
     keeps token 1 (the higher score).
 
-    Document 001's example, probs [0.1, 0.3, 0.4, 0.15, 0.05] with p = 0.8: sorted [0.4, 0.3,
+    The top-p article's example, probs [0.1, 0.3, 0.4, 0.15, 0.05] with p = 0.8: sorted [0.4, 0.3,
     0.15, 0.1, 0.05], ``S - p_i`` = [0, 0.4, 0.7, 0.85, 0.95], mask [F, F, F, T, T]: the code keeps
     THREE tokens {2, 1, 3} (mass 0.85, renormalised 0.47/0.35/0.18). The document's step 4 shows
     mask [F, F, T, T, T] and step 6 renormalises two tokens (0.5714, 0.4286) -- the prose
@@ -214,7 +214,7 @@ def llama_top_p_probs(probs: np.ndarray, p: float) -> np.ndarray:
     >>> llama_top_p_probs(np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32), 0.8).round(4)
     array([[0.    , 0.3529, 0.4706, 0.1765, 0.    ]], dtype=float32)
 
-    On document 004's example it keeps four tokens, like transformers and 004's code:
+    On the sampling note's example it keeps four tokens, like transformers and the note's code:
 
     >>> llama_top_p_probs(np.array([[0.4, 0.2, 0.15, 0.15, 0.1]], dtype=np.float32), 0.8).round(4)
     array([[0.4444, 0.2222, 0.1667, 0.1667, 0.    ]], dtype=float32)
@@ -237,7 +237,7 @@ def llama_top_p_probs(probs: np.ndarray, p: float) -> np.ndarray:
 
 
 def shifted_top_p_warp(logits: np.ndarray, top_p: float) -> np.ndarray:
-    r"""Document 004's ``top_p_filtering``: the "cumsum > p, shifted right by one" mask.
+    r"""The sampling note's ``top_p_filtering``: the "cumsum > p, shifted right by one" mask.
 
     Steps: sort logits descending; ``c = cumsum(softmax(sorted))``; ``r = c > top_p``; shift ``r``
     right by one (``r[1:] = r[:-1]``, ``r[0] = False``) so the token that crosses ``top_p`` is kept;
@@ -246,7 +246,7 @@ def shifted_top_p_warp(logits: np.ndarray, top_p: float) -> np.ndarray:
     that mass as ``S_i - p_i``, this one reads ``S_{i-1}``). There is no ``min_tokens_to_keep``;
     the first token always survives. Ties: :func:`rank_descending` (lower ids kept first).
 
-    Document 004's example, probs [0.4, 0.2, 0.15, 0.15, 0.1] with top_p 0.8: c = [0.4, 0.6, 0.75,
+    The sampling note's example, probs [0.4, 0.2, 0.15, 0.15, 0.1] with top_p 0.8: c = [0.4, 0.6, 0.75,
     0.9, 1.0], ``c > 0.8`` = [F, F, F, T, T], shifted [F, F, F, F, T]: the code keeps FOUR tokens
     (mass 0.9). The prose walks through "0.9 -- we've surpassed 0.8, so this element isn't
     selected", keeping three [0.4, 0.2, 0.15]: prose and code disagree. transformers'
@@ -256,7 +256,7 @@ def shifted_top_p_warp(logits: np.ndarray, top_p: float) -> np.ndarray:
     >>> kept(shifted_top_p_warp(np.log(np.array([[0.4, 0.2, 0.15, 0.15, 0.1]], dtype=np.float32)), 0.8))
     array([0, 1, 2, 3])
 
-    On document 001's example it keeps the same three tokens as llama's code:
+    On the top-p article's example it keeps the same three tokens as llama's code:
 
     >>> kept(shifted_top_p_warp(np.log(np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32)), 0.8))
     array([1, 2, 3])

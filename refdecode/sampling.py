@@ -1,4 +1,4 @@
-r"""Multinomial sampling: draw each token from the processed and warped distribution (document 000, section 4).
+r"""Multinomial sampling: draw each token from the processed and warped distribution (the 4.26 walkthrough, section 4).
 
 Contract: ``sample(model, input_ids, ...)`` -> int64 (N, T_out) (or the output object), as
 transformers 4.38.2 ``GenerationMixin.sample`` with the model first. Processors, then warpers,

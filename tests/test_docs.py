@@ -110,8 +110,12 @@ BY_NUMBER = re.compile(r"\b(?:[Ss]ource |[Ss]eed )?[Dd]ocuments? 00[0-4]\b|\bdoc
 
 
 def test_source_documents_are_cited_by_short_name():
-    """"document 003" tells a reader nothing; "the neural-speed article" is explained on the references page."""
-    files = PAGES + sorted((ROOT / "tutorials").glob("*.py")) + sorted((ROOT / "tutorials").glob("*.md"))
+    """A seed-file number tells a reader nothing; "the neural-speed article" is explained on the references page.
+
+    Docs pages, tutorials and the package's docstrings and comments.
+    """
+    files = (PAGES + sorted((ROOT / "tutorials").glob("*.py")) + sorted((ROOT / "tutorials").glob("*.md"))
+             + sorted((ROOT / "refdecode").rglob("*.py")))
     cited = [f"{p.relative_to(ROOT)}:{m.group(0)}" for p in files for m in BY_NUMBER.finditer(p.read_text("utf-8"))]
     assert not cited, f"cite the source documents by their short names (docs/references.md): {cited[:10]}"
     references = (DOCS / "references.md").read_text("utf-8")

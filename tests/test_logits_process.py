@@ -1,5 +1,5 @@
 """Tests for refdecode/logits_process.py: golden parity with transformers 4.38.2, hand-sized cases,
-Hypothesis properties of each rule, argument validation, and porting source document 000's snippets."""
+Hypothesis properties of each rule, argument validation, and porting the 4.26 walkthrough's snippets."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ def test_hamming_without_its_kwargs_is_a_clear_error():
 
 
 # ----------------------------------------------------------------------------------------------
-# Source document 000's snippets port by changing the import and torch -> numpy
+# The 4.26 walkthrough's snippets port by changing the import and torch -> numpy
 
 
 def run_ported(snippet: str, **namespace):
@@ -208,7 +208,7 @@ def run_ported(snippet: str, **namespace):
 
 
 def test_seed_000_greedy_snippet_ports():
-    """Document 000, greedy quick-start: MinLength(10, eos) + RepetitionPenalty(1.2) on a 5-token prompt."""
+    """The 4.26 walkthrough, greedy quick-start: MinLength(10, eos) + RepetitionPenalty(1.2) on a 5-token prompt."""
     snippet = (
         "from transformers import LogitsProcessorList, MinLengthLogitsProcessor, RepetitionPenaltyLogitsProcessor\n"
         "logits_processor = LogitsProcessorList([MinLengthLogitsProcessor(10, eos_token_id=eos_token_id),"
@@ -226,7 +226,7 @@ def test_seed_000_greedy_snippet_ports():
 
 
 def test_seed_000_sample_and_group_beam_snippets_port():
-    """Document 000, sample (TopK(50), TopP(0.9) after MinLength(15)) and group beam search
+    """The 4.26 walkthrough, sample (TopK(50), TopP(0.9) after MinLength(15)) and group beam search
     (HammingDiversity(5.5, num_beams=6, num_beam_groups=3) called with current_tokens, beam_group_idx)."""
     snippet = (
         "from transformers import LogitsProcessorList, MinLengthLogitsProcessor, HammingDiversityLogitsProcessor\n"

@@ -100,7 +100,7 @@ SEED_004 = np.array([[0.4, 0.2, 0.15, 0.15, 0.1]], dtype=np.float32)  # top_p = 
 
 
 def test_seed_001_llama_code_keeps_three_tokens_not_two():
-    """Document 001's step 4 writes mask [F,F,T,T,T] (2 tokens, renormalised 0.5714/0.4286), but its
+    """The top-p article's step 4 writes mask [F,F,T,T,T] (2 tokens, renormalised 0.5714/0.4286), but its
     own code `probs_sum - probs_sort > p` gives [F,F,F,T,T]: tokens 2, 1, 3 (mass 0.85 >= 0.8)."""
     out = llama_top_p_probs(SEED_001, 0.8)
     assert positive(out) == [1, 2, 3]
@@ -109,7 +109,7 @@ def test_seed_001_llama_code_keeps_three_tokens_not_two():
 
 
 def test_seed_001_all_variants_agree():
-    """transformers' top-p and the shifted mask keep the same three tokens on document 001's example."""
+    """transformers' top-p and the shifted mask keep the same three tokens on the top-p article's example."""
     logits = np.log(SEED_001)
     assert kept(top_p_warp(logits, 0.8)) == [1, 2, 3]
     assert kept(shifted_top_p_warp(logits, 0.8)) == [1, 2, 3]
@@ -117,7 +117,7 @@ def test_seed_001_all_variants_agree():
 
 
 def test_seed_004_code_keeps_four_tokens_not_three():
-    """Document 004's prose stops at cumulative 0.75 and keeps [0.4, 0.2, 0.15]; its code (cumsum > p,
+    """The sampling note's prose stops at cumulative 0.75 and keeps [0.4, 0.2, 0.15]; its code (cumsum > p,
     shifted right) keeps the crossing token too: four tokens, mass 0.9. transformers and llama agree."""
     logits = np.log(SEED_004)
     assert kept(shifted_top_p_warp(logits, 0.8)) == [0, 1, 2, 3]

@@ -1,4 +1,4 @@
-"""The quick-start programs of source document 000, ported to refdecode and run on models/gpt2-tiny.
+"""The quick-start programs of the 4.26 walkthrough, ported to refdecode and run on models/gpt2-tiny.
 
 Each test is the document's program with only these changes: imports from refdecode, NumPy
 instead of torch (``repeat_interleave`` -> ``np.repeat``, ``torch.manual_seed(0)`` -> ``seed=0``),

@@ -11,7 +11,7 @@ Writes
   sampled from a grid of repetition penalty, no-repeat-ngram, min_length, min_new_tokens, left-padded
   batches of 1-3 prompts, every early_stopping mode, length_penalty < 0, = 0, > 0,
   num_return_sequences 1..num_beams, max_length or max_new_tokens, one or two eos ids;
-* ``tests/golden/decode_seed_programs.npz``: the five quick-start programs of source document 000
+* ``tests/golden/decode_seed_programs.npz``: the five quick-start programs of the 4.26 walkthrough (docs/references.md)
   (greedy, beam search, sample, beam sample, group beam search; T5 replaced by GPT-2 and a
   ``max_length=20`` added where the T5 programs relied on eos) run by transformers on
   ``models/gpt2-tiny``, with their multinomial draws;
@@ -269,7 +269,7 @@ def build(path: Path, modes: dict[str, int], models: dict, seed: int, n_full: in
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
 
 
-# ---- the quick-start programs of source document 000 (T5 replaced by GPT-2), on models/gpt2-tiny
+# ---- the quick-start programs of the 4.26 walkthrough (T5 replaced by GPT-2), on models/gpt2-tiny
 
 
 @torch.no_grad()
