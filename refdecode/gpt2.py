@@ -34,8 +34,8 @@ from .kv_cache import KVCache
 from .numerics import ACT2FN, softmax
 
 __all__ = [
-    "layer_norm", "linear", "ffn", "attention_scores", "attend", "mha", "block", "gpt2", "default_position_ids",
-    "padding_bias", "MASK_MIN",
+    "layer_norm", "linear", "lm_head", "ffn", "attention_scores", "attend", "mha", "block", "gpt2",
+    "default_position_ids", "padding_bias", "MASK_MIN",
 ]
 
 #: torch.finfo(torch.float32).min, the value transformers writes into masked attention scores.
@@ -249,4 +249,25 @@ def gpt2(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str, Any]
     x = x.reshape(B, T, -1)[:, T - n :].reshape(B * n, -1)  # (B*n, E): only the positions we return
     x = layer_norm(x, **params["ln_f"], eps=config.layer_norm_epsilon)
     head = params.get("lm_head", params["wte"])  # tied: the LM head is wte
-    return (x @ head.T).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V)
+    return lm_head(x, head).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V)
+
+
+def lm_head(x: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """Logits ``x @ head.T``: x float32 (N, E), head (V, E) -> (N, V), the same bits for any OpenBLAS thread count.
+
+    Why not just ``x @ head.T``: for one row OpenBLAS runs a matrix-vector product that it splits between
+    threads, and the V % 64 columns past the last full block of its kernel are summed in an order that
+    depends on the split: with GPT-2's V = 50257 the logit of token 50256 (``<|endoftext|>``, the eos!)
+    changed in its last bit between ``OPENBLAS_NUM_THREADS=1`` and ``2`` (benchmarks/determinism.py). Taking
+    the first V - V % 64 columns and the tail in two calls gives, for one row, exactly the one-thread bits of
+    the single product whatever the thread count; with several rows OpenBLAS's GEMM is already
+    thread-independent and the single product is kept. Docs: docs/golden-reference.md (same seed, same output).
+    """
+    V = head.shape[0]
+    main = V - V % 64
+    if x.shape[0] != 1 or main in (0, V):
+        return x @ head.T  # (N, E) @ (E, V) -> (N, V)
+    out = np.empty((1, V), dtype=np.float32)
+    np.matmul(x, head[:main].T, out=out[:, :main])  # (1, E) @ (E, V - V % 64)
+    np.matmul(x, head[main:].T, out=out[:, main:])  # (1, E) @ (E, V % 64)
+    return out

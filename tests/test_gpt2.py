@@ -22,6 +22,7 @@ from refdecode.gpt2 import (
     ffn,
     gpt2,
     layer_norm,
+    lm_head,
     linear,
     padding_bias,
 )
@@ -339,3 +340,51 @@ def test_from_pretrained_bad_config_json_names_the_file(tmp_path, content, error
     with pytest.raises(error, match=match) as e:
         GPT2.from_pretrained(tmp_path)
     assert "config.json" in str(e.value)
+
+
+# ---- same seed, same output (issue 14 point 7): what the bits of the logits do not depend on
+
+
+_LM_HEAD_PROGRAM = """
+import sys, numpy as np
+from refdecode.gpt2 import lm_head
+rng = np.random.default_rng(0)
+head = rng.standard_normal((50257, 768), dtype=np.float32)  # GPT-2 124M's wte (E = 256 shows nothing here)
+x = rng.standard_normal((1, 768), dtype=np.float32)
+sys.stdout.write(lm_head(x, head).tobytes().hex() + lm_head(x, np.asfortranarray(head)).tobytes().hex())
+"""
+
+
+def test_lm_head_bits_do_not_depend_on_the_openblas_thread_count():
+    """One row through GPT-2's LM head: ``x @ wte.T`` gave the eos logit (column 50256, past the last full
+    64-column block) different last bits with OPENBLAS_NUM_THREADS=1 and 2, so a sampled draw near a
+    boundary flipped. lm_head takes the tail in a second call; each thread count runs in its own process."""
+    import os
+    import subprocess
+    import sys
+    outputs = {threads: subprocess.run([sys.executable, "-c", _LM_HEAD_PROGRAM], capture_output=True, text=True,
+                                       check=True, env=dict(os.environ, OPENBLAS_NUM_THREADS=threads)).stdout
+               for threads in ("1", "2")}
+    assert len(outputs["1"]) == 2 * 2 * 4 * 50257 and outputs["1"] == outputs["2"]
+
+
+def test_lm_head_is_the_plain_product_for_several_rows_and_small_vocabularies():
+    rng = np.random.default_rng(1)
+    head = rng.standard_normal((130, 8), dtype=np.float32)
+    for rows in (1, 3):
+        x = rng.standard_normal((rows, 8), dtype=np.float32)
+        np.testing.assert_allclose(lm_head(x, head), x @ head.T, rtol=1e-6)
+        assert lm_head(x, head).dtype == np.float32 and lm_head(x, head).shape == (rows, 130)
+
+
+def test_mmap_does_not_change_a_bit_of_the_logits():
+    """mmap=True gives views of the file (data % 64 wherever the file puts a tensor), mmap=False NumPy arrays
+    (data % 64 == 16 here): the same row-major layout, and alignment does not change OpenBLAS's results."""
+    ids = np.array([[15496, 995, 11, 314]])
+    a = GPT2.from_pretrained(MODELS / "gpt2-tiny", mmap=False)
+    b = GPT2.from_pretrained(MODELS / "gpt2-tiny", mmap=True)
+    out_a, out_b = a(ids), b(ids)
+    assert np.array_equal(out_a.logits, out_b.logits)
+    step_a = a(np.array([[13]]), past_key_values=out_a.past_key_values).logits
+    step_b = b(np.array([[13]]), past_key_values=out_b.past_key_values).logits
+    assert np.array_equal(step_a, step_b)

@@ -49,7 +49,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..config import GPT2Config
-from ..gpt2 import MASK_MIN, attend, attention_scores, padding_bias
+from ..gpt2 import MASK_MIN, attend, attention_scores, lm_head, padding_bias
 from ..kv_cache import KVCache
 from ..numerics import ACT2FN
 
@@ -328,4 +328,4 @@ def gpt2_fast(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str,
     head = params.get("lm_head", params["wte"])  # (V, E), i.e. W^T of the head
     if 2 <= B * n <= FEW_ROWS and head.flags.c_contiguous:  # beams, prompt lookup's verification
         return few_rows_product(x, head).reshape(B, n, -1)  # (B*n, E) -> (B, n, V)
-    return (x @ head.T).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V)
+    return lm_head(x, head).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V), thread-count independent
