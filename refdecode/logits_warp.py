@@ -140,14 +140,14 @@ def top_p_warp(
 
     transformers 4.38.2 ``TopPLogitsWarper``; the 4.26 walkthrough, "TopPLogitsWarper".
 
-    Seed 001's example (probs [0.1, 0.3, 0.4, 0.15, 0.05], p = 0.8): ascending cumsum
+    The top-p article's example (probs [0.1, 0.3, 0.4, 0.15, 0.05], p = 0.8): ascending cumsum
     [0.05, 0.15, 0.3, 0.6, 1.0] <= 0.2 removes tokens 4 and 0, keeps {1, 2, 3} (mass 0.85):
 
     >>> kept = lambda s: np.flatnonzero(np.isfinite(s[0]))     # token ids that survive
     >>> kept(top_p_warp(np.log(np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32)), 0.8))
     array([1, 2, 3])
 
-    Seed 004's example (probs [0.4, 0.2, 0.15, 0.15, 0.1], p = 0.8): cumsum [0.1, 0.25, ...]
+    The sampling note's example (probs [0.4, 0.2, 0.15, 0.15, 0.1], p = 0.8): cumsum [0.1, 0.25, ...]
     removes only token 4; four tokens are kept (mass 0.9), not the three the document's prose says:
 
     >>> kept(top_p_warp(np.log(np.array([[0.4, 0.2, 0.15, 0.15, 0.1]], dtype=np.float32)), 0.8))

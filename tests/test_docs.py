@@ -106,7 +106,7 @@ def test_nothing_is_loaded_from_the_network():
 
 
 #: A source document cited by its seed-file number instead of its short name (docs/references.md).
-BY_NUMBER = re.compile(r"\b(?:[Ss]ource |[Ss]eed )?[Dd]ocuments? 00[0-4]\b|\bdoc 00[0-4]\b")
+BY_NUMBER = re.compile(r"\b(?:[Ss]ource |[Ss]eed )?[Dd]ocuments? 00[0-4]\b|\b(?:doc|[Ss]eeds?) 00[0-4]\b")
 
 
 def test_source_documents_are_cited_by_short_name():
