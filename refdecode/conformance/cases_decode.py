@@ -37,7 +37,8 @@ from .kinds import BOOL, F32, F64, FLOAT, I64, INT, STR, Enum, ListOf, obj
 from .registry import Case, CaseType, register
 from .toy_model import ToyModel
 
-__all__ = ["decode", "run_decode", "build_toy_cases", "full_config", "UniformStream", "CONFIG", "GOLDEN_MODELS"]
+__all__ = ["decode", "run_decode", "build_toy_cases", "full_config", "UniformStream", "CONFIG", "GOLDEN_MODELS",
+           "describe", "row_gap", "smallest", "toy_prompt", "golden_cases", "compare_decode_case", "model_for"]
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
@@ -87,7 +88,7 @@ def _draw_margins(probs: np.ndarray, uniforms: np.ndarray, num_samples: int) -> 
     return margins
 
 
-def _row_gap(values: np.ndarray) -> float | None:
+def row_gap(values: np.ndarray) -> float | None:
     """Smallest positive gap between consecutive values of a descending-sorted row, over the row's scale.
 
     A zero gap is an exact tie, decided by the tie rule, not a near-tie.
@@ -122,7 +123,8 @@ def _gpt2(path: str) -> Any:
     return rd.GPT2.from_pretrained(path)
 
 
-def _model(spec: dict, config: dict) -> Any:
+def model_for(spec: dict, config: dict) -> Any:
+    """The case's model: a ToyModel from its tables, or the GPT-2 checkpoint at its path (loaded once)."""
     if spec["kind"] == "toy":
         return ToyModel(spec["bigram"], spec["mix"], n_positions=256, eos_token_id=config["eos_token_id"][0])
     return _gpt2(str(spec["path"]))
@@ -131,24 +133,25 @@ def _model(spec: dict, config: dict) -> Any:
 _RESULTS: dict[int, tuple] = {}  # id(input) -> (input, result): builder, run and margins ask for the same input
 
 
-def decode(inp: dict) -> tuple[dict, list]:
+def decode(inp: dict, runner: Any = None) -> tuple[dict, list]:
     """Run the case's decode through ``refdecode.generate``: (output, margins per step).
 
     The result for the same input object is computed once (the builder, ``run`` and ``margins`` all
-    ask during an export); ``serve`` decodes a fresh object for every request.
+    ask during an export); ``serve`` decodes a fresh object for every request. ``runner``: the
+    function doing the work (default :func:`run_decode`; other case modules pass theirs).
     """
     cached = _RESULTS.get(id(inp))
     if cached is not None and cached[0] is inp:  # holding the input keeps its id from being reused
         return cached[1]
     if len(_RESULTS) > 1024:
         _RESULTS.clear()
-    _RESULTS[id(inp)] = (inp, run_decode(inp))
+    _RESULTS[id(inp)] = (inp, (runner or run_decode)(inp))
     return _RESULTS[id(inp)][1]
 
 
 def run_decode(inp: dict) -> tuple[dict, list]:
     config = dict(inp["config"])
-    model = _model(inp["model"], config)
+    model = model_for(inp["model"], config)
     mode_beams = config["num_beams"] > 1
     draws: list = []
     stream = UniformStream(inp["uniforms"]) if config["do_sample"] else None
@@ -182,7 +185,7 @@ def _margins(inp: dict, output: dict, draws: list, candidates: list) -> list:
             if config["do_sample"]:
                 row_margins = [float(m) for m in draws[t]]
             else:
-                row_margins = [_row_gap(np.sort(row)[::-1][:2]) for row in output["scores"][t]]
+                row_margins = [row_gap(np.sort(row)[::-1][:2]) for row in output["scores"][t]]
             margins.append([None if f else m for m, f in zip(row_margins, finished)])
         return margins
     groups = config["num_beam_groups"]
@@ -190,7 +193,7 @@ def _margins(inp: dict, output: dict, draws: list, candidates: list) -> list:
     for t in range(steps):
         per_prompt = None
         for group_index, next_scores, done in candidates[t * groups : (t + 1) * groups]:
-            gaps = [None if d else _row_gap(row) for row, d in zip(next_scores, done)]
+            gaps = [None if d else row_gap(row) for row, d in zip(next_scores, done)]
             per_prompt = gaps if per_prompt is None else [_min(a, b) for a, b in zip(per_prompt, gaps)]
         if config["do_sample"]:
             per_prompt = [_min(a, None if a is None else float(b)) for a, b in zip(per_prompt, draws[t])]
@@ -202,7 +205,8 @@ def _min(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-def _smallest(margins: list) -> float:
+def smallest(margins: list) -> float:
+    """The smallest margin of a decode (per step, per row), ignoring None; inf when there is none."""
     values = [m for step in margins for m in step if m is not None]
     return min(values) if values else np.inf
 
@@ -223,7 +227,7 @@ def full_config(**settings: Any) -> dict:
     return config
 
 
-def _toy_prompt(rng: np.random.Generator, vocab: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
+def toy_prompt(rng: np.random.Generator, vocab: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
     """A left-padded batch of 1-3 prompts: input_ids and attention_mask (B, T)."""
     batch, longest = int(rng.integers(1, 4)), int(rng.integers(1, 5))
     ids = rng.integers(0, vocab, (batch, longest)).astype(np.int64)
@@ -268,7 +272,7 @@ def build_toy_cases(mode: str, count: int, seed: int) -> Iterator[Case]:
         bigram = (rng.standard_normal((vocab, vocab)) * 2.0).astype(np.float32)
         bigram[:, config["eos_token_id"]] += np.float32(1.0)  # eos is likely enough to finish hypotheses
         model = {"kind": "toy", "bigram": bigram, "mix": rng.standard_normal((buckets, vocab)).astype(np.float32)}
-        ids, mask = _toy_prompt(rng, vocab, config["pad_token_id"])
+        ids, mask = toy_prompt(rng, vocab, config["pad_token_id"])
         inp = {"model": model, "input_ids": ids, "attention_mask": mask, "config": config}
         if config["do_sample"]:
             inp["uniforms"] = rng.random(config["max_new_tokens"] * ids.shape[0] * config["num_return_sequences"]
@@ -277,12 +281,13 @@ def build_toy_cases(mode: str, count: int, seed: int) -> Iterator[Case]:
             _, margins = decode(inp)
         except ValueError:  # e.g. more eos candidates than beams in beam sample: transformers raises too
             continue
-        if _smallest(margins) > MIN_MARGIN:
+        if smallest(margins) > MIN_MARGIN:
             made += 1
-            yield Case(_describe(config, ids, mask), inp)
+            yield Case(describe(config, ids, mask), inp)
 
 
-def _describe(config: dict, ids: np.ndarray, mask: np.ndarray) -> str:
+def describe(config: dict, ids: np.ndarray, mask: np.ndarray) -> str:
+    """A case's note: its prompts and the settings that differ from transformers' defaults."""
     parts = [f"{ids.shape[0]} prompt(s)" + (", left-padded" if (mask == 0).any() else "")]
     defaults = full_config(eos_token_id=config["eos_token_id"])
     parts += [f"{k}={config[k]}" for k in CONFIG_NOTE_FIELDS if config[k] != defaults[k]]
@@ -294,7 +299,7 @@ CONFIG_NOTE_FIELDS = ("num_beams", "num_beam_groups", "diversity_penalty", "leng
                       "temperature", "top_k", "top_p")
 
 
-def _golden_cases(file: str, modes: tuple[str, ...], sample: bool) -> list[Case]:
+def golden_cases(file: str, modes: tuple[str, ...], sample: bool) -> list[Case]:
     """The prompts and settings of a golden file of tools/golden/make_decode_golden.py (transformers 4.38.2)."""
     import json
 
@@ -309,9 +314,10 @@ def _golden_cases(file: str, modes: tuple[str, ...], sample: bool) -> list[Case]
         if case["mode"] not in modes:
             continue
         ids = z[f"{case['id']}/input_ids"].astype(np.int64)
-        mask = z[f"{case['id']}/attention_mask"].astype(np.int64) if case["attention_mask"] else np.ones_like(ids)
+        has_mask = case.get("attention_mask", f"{case['id']}/attention_mask" in z.files)  # newer files: the key
+        mask = z[f"{case['id']}/attention_mask"].astype(np.int64) if has_mask else np.ones_like(ids)
         kwargs = {k: v for k, v in case["kwargs"].items() if k not in ("output_scores", "return_dict_in_generate")}
-        eos = kwargs.pop("eos_token_id", meta["eos"][case["model"]])
+        eos = kwargs.pop("eos_token_id") if "eos_token_id" in kwargs else meta["eos"][case["model"]]
         if "max_length" in kwargs:
             kwargs["max_new_tokens"] = kwargs.pop("max_length") - ids.shape[1]
         config = full_config(eos_token_id=eos if isinstance(eos, list) else [eos], **kwargs)
@@ -322,7 +328,7 @@ def _golden_cases(file: str, modes: tuple[str, ...], sample: bool) -> list[Case]
             inp["uniforms"] = rng.random(config["max_new_tokens"] * ids.shape[0] * 2 * config["num_beams"]
                                          * config["num_return_sequences"] * config["num_beams"])
         cases.append(Case(f"transformers golden case {file}:{case['id']} on {case['model']}: "
-                          + _describe(config, ids, mask), inp))
+                          + describe(config, ids, mask), inp))
     return cases
 
 
@@ -360,10 +366,11 @@ def _register(name: str, mode: str, model_kind, groups: tuple[str, ...], build) 
         name=name, groups=("decode",) + groups + (("beam",) if beams else ()) + (("sampling",) if sample else ()),
         summary=_SUMMARIES[mode], inputs=_input_kind(model_kind, sample),
         outputs=BEAM_OUTPUT if beams else OUTPUT, build=build, tie_rule=_TIE,
-        run=lambda inp: decode(inp)[0], margins=lambda inp, out: decode(inp)[1], compare=_compare_decode))
+        run=lambda inp: decode(inp)[0], margins=lambda inp, out: decode(inp)[1], compare=compare_decode_case))
 
 
-def _compare_decode(case: dict, output: Any) -> tuple[str, str]:
+def compare_decode_case(case: dict, output: Any) -> tuple[str, str]:
+    """A decode type's ``compare``: :func:`refdecode.conformance.compare.compare_decode`."""
     from .compare import compare_decode
 
     return compare_decode(case, output)
@@ -374,12 +381,12 @@ for _mode, _count, _seed in [("greedy", 60, 301), ("sample", 60, 302), ("beam_se
     _register(_mode, _mode, TOY, ("toy",), functools.partial(build_toy_cases, _mode, _count, _seed))
 
 _register("gpt2_greedy", "greedy", GPT2_MODEL, ("gpt2",),
-          functools.partial(_golden_cases, "decode_search.npz", ("greedy_search",), False))
+          functools.partial(golden_cases, "decode_search.npz", ("greedy_search",), False))
 _register("gpt2_beam_search", "beam_search", GPT2_MODEL, ("gpt2",),
-          functools.partial(_golden_cases, "decode_search.npz", ("beam_search",), False))
+          functools.partial(golden_cases, "decode_search.npz", ("beam_search",), False))
 _register("gpt2_group_beam_search", "group_beam_search", GPT2_MODEL, ("gpt2",),
-          functools.partial(_golden_cases, "decode_search.npz", ("group_beam_search",), False))
+          functools.partial(golden_cases, "decode_search.npz", ("group_beam_search",), False))
 _register("gpt2_sample", "sample", GPT2_MODEL, ("gpt2",),
-          functools.partial(_golden_cases, "decode_sampling.npz", ("sample",), True))
+          functools.partial(golden_cases, "decode_sampling.npz", ("sample",), True))
 _register("gpt2_beam_sample", "beam_sample", GPT2_MODEL, ("gpt2",),
-          functools.partial(_golden_cases, "decode_sampling.npz", ("beam_sample",), True))
+          functools.partial(golden_cases, "decode_sampling.npz", ("beam_sample",), True))
