@@ -145,6 +145,39 @@ def test_gpt2_cases_expect_what_transformers_returned(decode_suite):
         assert np.array_equal(np.array(case["expected"]["sequences"]), golden[f"{golden_id}/sequences"]), case["id"]
 
 
+def test_gpt2_contrastive_cases_expect_what_transformers_returned(decode_suite):
+    golden = np.load(GOLDEN / "decode_contrastive.npz")
+    _, cases = load_suite(decode_suite, only="gpt2_contrastive_search")
+    assert len(cases) == DECODE_LIMIT
+    for case in cases:
+        golden_id = re.search(r"decode_contrastive.npz:(c\d+)", case["note"]).group(1)
+        assert case["input"]["config"]["penalty_alpha"] > 0
+        assert np.array_equal(np.array(case["expected"]["sequences"]), golden[f"{golden_id}/sequences"]), case["id"]
+
+
+def _holds(row: list[int], phrase: list[int]) -> bool:
+    return any(row[i : i + len(phrase)] == phrase for i in range(len(row) - len(phrase) + 1))
+
+
+def test_constrained_decodes_return_sequences_holding_every_constraint(decode_suite):
+    _, cases = load_suite(decode_suite, only="constrained_beam_search")
+    assert len(cases) == DECODE_LIMIT
+    for case in cases:
+        for row in np.array(case["expected"]["sequences"]).tolist():  # prompt included, as transformers checks
+            for entry in case["input"]["config"]["force_words_ids"]:
+                phrases = entry if isinstance(entry[0], list) else [entry]
+                assert any(_holds(row, p) for p in phrases), (case["id"], row, entry)
+        assert (np.array(case["expected"]["beam_indices"])[:, 0] >= 0).all()
+
+
+def test_the_new_unit_cases_have_margins_away_from_ties(decode_suite):
+    """Ranking cases are drawn at least 1e-3 from a flip, except the deliberate exact ties (margin None: tie rule)."""
+    _, cases = load_suite(decode_suite, only="contrastive_ranking")
+    for case in cases:
+        margins = [m for m in case["margins"] if m is not None]
+        assert "tie" in case["note"] or min(margins) > 1e-3, case["id"]
+
+
 # ----------------------------------------------------------------------------------------------
 # the toy model
 

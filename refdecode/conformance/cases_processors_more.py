@@ -4,9 +4,9 @@ Contract: registers one case type per rule: ``typical``, ``epsilon``, ``eta``, `
 ``no_bad_words``, ``sequence_bias``, ``prefix_constrained``, ``forced_bos``, ``forced_eos``,
 ``suppress_tokens``, ``suppress_tokens_at_begin``, ``exponential_decay_length_penalty``,
 ``inf_nan_remove``, ``logit_normalization``, ``encoder_repetition_penalty``,
-``encoder_no_repeat_ngram`` (processors). Expected values come from refdecode's public classes,
-which tests/golden/processors_more.npz and min_p.npz check against transformers 4.38.2 (min-p:
-4.41.0). What is not JSON is written as JSON: ``sequence_bias`` as ``[{"ids": [...], "bias": b}]``,
+``encoder_no_repeat_ngram``, ``forced_decoder_ids`` (processors). Expected values come from
+refdecode's public classes, which tests/golden/processors_more.npz, force_tokens.npz and min_p.npz
+check against transformers 4.38.2 (min-p: 4.41.0). What is not JSON is written as JSON: ``sequence_bias`` as ``[{"ids": [...], "bias": b}]``,
 ``prefix_allowed_tokens_fn`` as the table ``allowed[row]`` of allowed ids per row (the callback
 returns it). Classifier-free guidance needs a second model run and is covered by the decode cases.
 """
@@ -300,4 +300,31 @@ register(CaseType(
     inputs=obj(input_ids=I64(2), scores=F32(2), encoder_input_ids=I64(2), ngram_size=INT),
     outputs=obj(scores=F32(2)), build=lambda: _build_encoder("ngram"),
     run=lambda inp: {"scores": rd.EncoderNoRepeatNGramLogitsProcessor(inp["ngram_size"], inp["encoder_input_ids"])(
+        inp["input_ids"], inp["scores"])}))
+
+
+# ---- forced_decoder_ids
+
+
+def _build_force_tokens() -> list[Case]:
+    rng, cases = np.random.default_rng(151), []
+    for i in range(30):
+        vocab, length, batch = int(rng.integers(3, 12)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        indices = {int(x) for x in rng.integers(1, 9, int(rng.integers(1, 4)))} | ({length} if i % 2 else set())
+        pairs = [[index, int(rng.integers(0, vocab))] for index in sorted(indices)]
+        at = "a pair at T (forced)" if length in indices else "no pair at T (unchanged)"
+        cases.append(Case(f"{at}, {len(pairs)} pair(s)", {
+            "input_ids": _ids(rng, batch, length, vocab), "scores": _rows(rng, i, batch, vocab),
+            "forced_decoder_ids": pairs}))
+    return cases
+
+
+register(CaseType(
+    name="forced_decoder_ids", groups=GROUPS_P,
+    summary="ForceTokensLogitsProcessor (forced_decoder_ids = [[index, token], ...]): when the row length T "
+            "(prompt included) equals an index, that token gets 0 and every other token -inf (even a -inf score "
+            "becomes 0); otherwise unchanged.",
+    inputs=obj(input_ids=I64(2), scores=F32(2), forced_decoder_ids=ListOf(ListOf(INT))), outputs=obj(scores=F32(2)),
+    build=_build_force_tokens,
+    run=lambda inp: {"scores": rd.ForceTokensLogitsProcessor([[int(i), int(t)] for i, t in inp["forced_decoder_ids"]])(
         inp["input_ids"], inp["scores"])}))
