@@ -30,11 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from .decode_loop import (append_tokens, check_logits, check_no_nan, check_pad_token, collect, end_stream,
+from .decode_loop import (append_and_stop, check_logits, check_no_nan, check_pad_token, collect, end_stream,
                           loop_defaults, model_capacity, step_records)
 from .generation_output import GenerateDecoderOnlyOutput
 from .numerics import softmax
-from .stopping_criteria import stop_rows
 
 __all__ = ["contrastive_search", "degeneration_penalty", "rank_candidates"]
 
@@ -118,9 +117,8 @@ def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalt
         step = _chosen(step, chosen)
         cache.reorder(np.repeat(chosen, k))                                   # every copy continues the chosen one
         # 5) bookkeeping and stopping, as greedy search
-        input_ids, unfinished = append_tokens(input_ids, top_ids[np.arange(rows), selected], unfinished, eos,
-                                              pad_token_id, streamer)
-        unfinished = stop_rows(criteria(input_ids, scores), unfinished)
+        input_ids, unfinished = append_and_stop(input_ids, top_ids[np.arange(rows), selected], unfinished, eos,
+                                                pad_token_id, criteria, scores, streamer)
     end_stream(streamer)
     if not return_dict_in_generate:
         return input_ids

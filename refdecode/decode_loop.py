@@ -38,6 +38,7 @@ from .stopping_criteria import (
     MaxLengthCriteria,
     StoppingCriteriaList,
     pad_finished_rows,
+    stop_rows,
     update_unfinished,
     validate_stopping_criteria,
 )
@@ -46,7 +47,7 @@ from .validation import check_integer
 
 __all__ = ["prefill", "decode_step", "check_logits", "repeat_run_length", "model_capacity", "loop_defaults",
            "check_pad_token",
-           "check_no_nan", "make_rng", "collect", "step_records", "append_tokens", "stream", "end_stream",
+           "check_no_nan", "make_rng", "collect", "step_records", "append_tokens", "append_and_stop", "stream", "end_stream",
            "decoder_output", "check_beam_rows", "top_candidates", "extend_beam_history", "advance_beams",
            "follow_beams", "finish_beams"]
 
@@ -243,10 +244,27 @@ def end_stream(streamer: Any) -> None:
         streamer.end()
 
 
+def append_and_stop(input_ids: np.ndarray, next_tokens: np.ndarray, unfinished: np.ndarray, eos: list[int] | None,
+                    pad_token_id: int | None, criteria: Any, scores: tuple | None, streamer: Any = None,
+                    trace: Recorder = NO_TRACE) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 4 and 5 of greedy / sample: :func:`append_tokens`, then a row is also finished once a stopping
+    criterion stops it (for the batch, or per row as in 4.39); the trace sees the tokens and the rows left.
+
+    input_ids (N, T) -> (N, T+1); next_tokens (N,); unfinished (N,) 1/0 -> (N,) 1/0.
+    """
+    input_ids, unfinished = append_tokens(input_ids, next_tokens, unfinished, eos, pad_token_id, streamer)
+    unfinished = stop_rows(criteria(input_ids, scores), unfinished)
+    trace.selected(input_ids[:, -1], unfinished)
+    return input_ids, unfinished
+
+
 def decoder_output(input_ids: np.ndarray, scores: tuple | None, raw_logits: tuple | None, cache: Any,
-                   return_dict_in_generate: bool, streamer: Any = None) -> np.ndarray | GenerateDecoderOnlyOutput:
-    """The end of greedy/sample: the stream ends; the sequences, or with ``return_dict_in_generate`` the output
-    object."""
+                   return_dict_in_generate: bool, streamer: Any = None, criteria: Any = None,
+                   trace: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
+    """The end of greedy/sample: the trace notes what stopped the loop and its result, the stream ends; the
+    sequences, or with ``return_dict_in_generate`` the output object."""
+    trace.stopped(criteria, input_ids)
+    trace.final(input_ids)
     end_stream(streamer)
     if return_dict_in_generate:
         return GenerateDecoderOnlyOutput(sequences=input_ids, scores=scores, logits=raw_logits, past_key_values=cache)

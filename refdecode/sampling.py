@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from .decode_loop import (append_tokens, check_no_nan, check_pad_token, collect, decode_step, decoder_output,
+from .decode_loop import (append_and_stop, check_no_nan, check_pad_token, collect, decode_step, decoder_output,
                           loop_defaults, make_rng, model_capacity, prefill, step_records)
 from .generation_output import GenerateDecoderOnlyOutput
 from .logits_process import LogitsProcessorList
 from .numerics import softmax
 from .sampling_draw import checked_draw, multinomial
-from .stopping_criteria import stop_rows
 from .trace import NO_TRACE, Recorder
 
 __all__ = ["sample"]
@@ -67,13 +66,10 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: one draw per row from softmax of the warped scores
         next_tokens = checked_draw(draw, softmax(next_scores), 1, False, rng)[:, 0]  # (N, 1) -> (N,)
-        # 4) bookkeeping: finished rows get pad, append (N, T) -> (N, T+1), stream, mark rows that emitted eos
-        input_ids, unfinished = append_tokens(input_ids, next_tokens, unfinished, eos, pad_token_id, streamer)
-        # 5) stopping: a row is finished once it emitted eos or a criterion stops it (the batch, or per row)
-        unfinished = stop_rows(criteria(input_ids, scores), unfinished)
-        trace.selected(input_ids[:, -1], unfinished)
+        # 4) bookkeeping: finished rows get pad, append (N, T) -> (N, T+1), stream; 5) stopping: a row is finished
+        #    once it emitted eos or a criterion stops it (the batch, or per row)
+        input_ids, unfinished = append_and_stop(input_ids, next_tokens, unfinished, eos, pad_token_id, criteria,
+                                                scores, streamer, trace)
         if unfinished.any():  # 1) model call for the next step: the newest token of each row, cached
             logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
-    trace.stopped(criteria, input_ids)
-    trace.final(input_ids)
-    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer)
+    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer, criteria, trace)

@@ -23,11 +23,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TableModel", "TokenCache"]
+__all__ = ["TableModel", "TokenCache", "StubConfig", "StubOutput"]
 
 
 @dataclass
-class _Config:
+class StubConfig:
+    """What a stand-in model's ``config`` reports (the fields the decode loops read)."""
+
     vocab_size: int
     n_positions: int = 64
     eos_token_id: int | None = None
@@ -35,7 +37,9 @@ class _Config:
 
 
 @dataclass
-class _Output:
+class StubOutput:
+    """What a stand-in model returns: the logits and the cache, as :class:`refdecode.model.CausalLMOutput`."""
+
     logits: np.ndarray
     past_key_values: Any
 
@@ -85,7 +89,7 @@ class TableModel:
                  eos_token_id: int | None = None):
         self.table = np.asarray(table, dtype=np.float32)
         self.noise = noise
-        self.config = _Config(vocab_size=self.table.shape[1], n_positions=n_positions, eos_token_id=eos_token_id)
+        self.config = StubConfig(vocab_size=self.table.shape[1], n_positions=n_positions, eos_token_id=eos_token_id)
         self.calls: list[tuple[int, int]] = []  # (rows, tokens) of every call
 
     def new_cache(self, batch_size: int, capacity: int) -> TokenCache:
@@ -97,7 +101,7 @@ class TableModel:
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
                  position_ids: np.ndarray | None = None, past_key_values: TokenCache | None = None,
-                 logits_to_keep: int = 0) -> _Output:
+                 logits_to_keep: int = 0) -> StubOutput:
         cache = past_key_values if past_key_values is not None else self.new_cache(input_ids.shape[0], 0)
         expected = (input_ids.shape[0], cache.length + input_ids.shape[1])  # (N, S + T)
         if attention_mask is not None and attention_mask.shape != expected:
@@ -114,4 +118,4 @@ class TableModel:
             logits = logits + np.float32(self.noise) * np.array(extra, dtype=np.float32).reshape(logits.shape)
         if logits_to_keep:
             logits = logits[:, -logits_to_keep:]
-        return _Output(logits=logits.astype(np.float32), past_key_values=cache)
+        return StubOutput(logits=logits.astype(np.float32), past_key_values=cache)

@@ -28,10 +28,11 @@ array([1., 0., 0.], dtype=float32)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..testing import StubConfig, StubOutput
 
 __all__ = ["ToyModel", "ToyCache", "toy_hash", "FNV_OFFSET", "FNV_PRIME"]
 
@@ -44,20 +45,6 @@ def toy_hash(tokens, h: int = FNV_OFFSET) -> int:
     for token in tokens:
         h = ((h ^ int(token)) * FNV_PRIME) & 0xFFFFFFFF
     return h
-
-
-@dataclass
-class _Config:
-    vocab_size: int
-    n_positions: int
-    eos_token_id: int | None = None
-    bos_token_id: int | None = None
-
-
-@dataclass
-class _Output:
-    logits: np.ndarray
-    past_key_values: Any
 
 
 class ToyCache:
@@ -100,14 +87,14 @@ class ToyModel:
         if self.bigram.shape != (vocab, vocab) or self.mix.ndim != 2 or self.mix.shape[1] != vocab:
             raise ValueError(f"`bigram` has to be (V, V) and `mix` (M, V), but are {self.bigram.shape} and "
                              f"{self.mix.shape}")
-        self.config = _Config(vocab_size=vocab, n_positions=n_positions, eos_token_id=eos_token_id)
+        self.config = StubConfig(vocab_size=vocab, n_positions=n_positions, eos_token_id=eos_token_id)
 
     def new_cache(self, batch_size: int, capacity: int) -> ToyCache:
         return ToyCache(batch_size, capacity)
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
                  position_ids: np.ndarray | None = None, past_key_values: ToyCache | None = None,
-                 logits_to_keep: int = 0) -> _Output:
+                 logits_to_keep: int = 0) -> StubOutput:
         """(N, T) new tokens -> logits float32 (N, T, V) (the last ``logits_to_keep`` positions if > 0)."""
         n, t = input_ids.shape
         cache = past_key_values if past_key_values is not None else self.new_cache(n, 0)
@@ -122,4 +109,4 @@ class ToyModel:
         cache.length += t
         if logits_to_keep:
             logits = logits[:, -logits_to_keep:]
-        return _Output(logits=logits, past_key_values=cache)
+        return StubOutput(logits=logits, past_key_values=cache)
