@@ -57,7 +57,7 @@ def test_growth_doubles_and_keeps_content():
 
 
 def test_reorder_seed_003_example():
-    """Seed 003: beams [0, 1, 2, 3] -> [0, 1, 1, 2]. Copying slot by slot in place would overwrite old
+    """The neural-speed article: beams [0, 1, 2, 3] -> [0, 1, 1, 2]. Copying slot by slot in place would overwrite old
     beam 2 (needed by new beam 3) when copying 1 -> 2 first; gathering first makes the order irrelevant."""
     cache = filled(batch_size=4, length=3)
     cache.reorder(np.array([0, 1, 1, 2]))
