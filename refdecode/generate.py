@@ -169,12 +169,14 @@ def _merge(default: list, custom: Any, kind: str) -> list:
 def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = None, *,
                       prompt: np.ndarray | None = None, model: Any = None, prefix_allowed_tokens_fn: Any = None,
                       negative_prompt_ids: np.ndarray | None = None,
-                      negative_prompt_attention_mask: np.ndarray | None = None) -> LogitsProcessorList:
+                      negative_prompt_attention_mask: np.ndarray | None = None,
+                      attention_mask: np.ndarray | None = None) -> LogitsProcessorList:
     """The processors 4.38.2's ``_get_logits_processor`` builds, **in this order**, then ``custom``, then
     LogitNormalization (``renormalize_logits``) last of all. One line per processor below, with its condition.
 
     ``prompt`` (B, T0), the prompt ``generate`` was called with, not repeated for beams, is what
-    transformers passes as ``encoder_input_ids``; ``model`` runs the guidance branch. Pages:
+    transformers passes as ``encoder_input_ids``; ``model`` runs the guidance branch. ``attention_mask``
+    (B, T0) is read only with ``semantics="5"`` (the repetition penalty skips each row's left padding). Pages:
     docs/processors.md lists every processor with its page.
     """
     c, eos = config, config.eos_token_id
@@ -189,7 +191,7 @@ def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = N
         (c.encoder_repetition_penalty is not None and c.encoder_repetition_penalty != 1.0,
          lambda: EncoderRepetitionPenaltyLogitsProcessor(c.encoder_repetition_penalty, _need(prompt, "prompt"))),
         (c.repetition_penalty is not None and c.repetition_penalty != 1.0,
-         lambda: RepetitionPenaltyLogitsProcessor(penalty=c.repetition_penalty)),
+         lambda: RepetitionPenaltyLogitsProcessor(c.repetition_penalty, _padding_lengths(c, attention_mask))),
         (c.no_repeat_ngram_size is not None and c.no_repeat_ngram_size > 0,
          lambda: NoRepeatNGramLogitsProcessor(c.no_repeat_ngram_size)),
         (c.encoder_no_repeat_ngram_size is not None and c.encoder_no_repeat_ngram_size > 0,
@@ -214,6 +216,19 @@ def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = N
     ]
     procs = _merge([build() for active, build in steps if active], custom, "logits processor")
     return LogitsProcessorList(procs + ([LogitNormalization()] if c.renormalize_logits is True else []))
+
+
+def _padding_lengths(config: GenerationConfig, attention_mask: np.ndarray | None) -> np.ndarray | None:
+    """``semantics="5"``: each row's left-padding width, for 5.x's ``prompt_ignore_length``; None for 4.38.2.
+
+    5.23.0 ``generation/utils.py`` ``_get_logits_processor``: ``padding_lengths = (mask !=
+    0).int().argmax(dim=1)`` (the first unmasked position; 0 for an all-zero row), on the mask already
+    expanded to ``max(num_beams, num_return_sequences)`` rows per prompt, hence the ``np.repeat``.
+    """
+    if config.semantics != "5" or attention_mask is None:
+        return None
+    lengths = (np.asarray(attention_mask) != 0).argmax(axis=1).astype(np.int64)  # (B,)
+    return np.repeat(lengths, max(config.num_beams, config.num_return_sequences))
 
 
 def _need(value: Any, name: str) -> Any:
@@ -433,7 +448,8 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     processors = logits_processors(config, prompt_len, logits_processor, prompt=input_ids, model=model,
                                    prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
                                    negative_prompt_ids=_negative_prompt(model, negative_prompt_ids),
-                                   negative_prompt_attention_mask=negative_prompt_attention_mask)
+                                   negative_prompt_attention_mask=negative_prompt_attention_mask,
+                                   attention_mask=attention_mask)
     criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria, tokenizer)
     common = dict(logits_processor=processors, stopping_criteria=criteria, pad_token_id=config.pad_token_id,
                   eos_token_id=config.eos_token_id, output_scores=config.output_scores,

@@ -115,6 +115,10 @@ class GenerationConfig:
     prompt_lookup_num_tokens: int | None = None
     max_matching_ngram_size: int | None = None  # not in 4.38.2 (which always uses 2): a later transformers name
     generation_kwargs: dict = field(default_factory=dict)
+    # refdecode: which transformers to reproduce where the algorithms differ (docs/parity.md,
+    # "transformers 5.x semantics"): "4.38" (the pin, default) or "5" (5.x's repetition penalty
+    # skips each row's left padding)
+    semantics: str = "4.38"
     # metadata
     transformers_version: str | None = None
 
@@ -318,7 +322,11 @@ _FIELD_RULES: dict[str, Any] = {
     "constraints": _type_only((list, tuple), "a list of Constraint objects"),
     "force_words_ids": _type_only(list, "a list of token-id lists"),
     "transformers_version": _type_only(str, "a string"),
+    "semantics": lambda name, v: check_choice(name, v, SEMANTICS),
 }
+
+
+SEMANTICS = ("4.38", "5")  # GenerationConfig.semantics: transformers 4.38.2 (default) or 5.x
 
 
 def _check_fields(config: GenerationConfig) -> None:
