@@ -26,7 +26,6 @@ of the step's candidates (the top ``2K`` and every constraint token of every bea
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,7 +35,7 @@ import refdecode as rd
 from refdecode.constraints import constraints_from_config
 
 from .cases_decode import BEAM_OUTPUT, CONFIG, MIN_MARGIN, TOY, compare_decode_case, describe, model_for, row_gap
-from .cases_decode import smallest, toy_prompt, decode, full_config
+from .cases_decode import smallest, toy_prompt, decode, full_config, patched, quiet_generate
 from .kinds import ANY, BOOL, I64, INT, ListOf, Nullable, Obj, obj
 from .registry import Case, CaseType, register
 
@@ -130,14 +129,8 @@ def _run_constrained(inp: dict) -> tuple[dict, list]:
         steps.append(gaps)
         return original(self, input_ids, next_scores, next_tokens, next_indices, scores_for_all_vocab, *args, **kwargs)
 
-    rd.ConstrainedBeamSearchScorer.process = process
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            out = rd.generate(model, inp["input_ids"], attention_mask=inp["attention_mask"],
-                              return_dict_in_generate=True, output_scores=True, **config)
-    finally:
-        rd.ConstrainedBeamSearchScorer.process = original
+    with patched(rd.ConstrainedBeamSearchScorer, "process", process):
+        out = quiet_generate(model, inp, config)
     output = {"sequences": out.sequences, "scores": [np.asarray(s) for s in out.scores],
               "sequences_scores": out.sequences_scores, "beam_indices": out.beam_indices}
     return output, steps

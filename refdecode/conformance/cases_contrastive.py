@@ -14,13 +14,13 @@ second-best contrastive score, over the row's scale; ``None`` for finished rows.
 from __future__ import annotations
 
 import importlib
-import warnings
 
 import numpy as np
 
 import refdecode as rd
 
-from .cases_decode import CONFIG, GPT2_MODEL, OUTPUT, compare_decode_case, golden_cases, model_for, row_gap, decode
+from .cases_decode import (CONFIG, GPT2_MODEL, OUTPUT, compare_decode_case, decode, golden_cases, model_for, patched,
+                           quiet_generate, row_gap)
 from .kinds import F32, FLOAT, I64, Obj, obj
 from .registry import Case, CaseType, register
 
@@ -96,14 +96,8 @@ def _run_contrastive(inp: dict) -> tuple[dict, list]:
         gaps.append([row_gap(np.sort(row)[::-1][:2]) for row in scores])
         return original(context, candidates, probs, penalty_alpha)
 
-    contrastive_module.rank_candidates = rank
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            out = rd.generate(model, inp["input_ids"], attention_mask=inp["attention_mask"],
-                              return_dict_in_generate=True, output_scores=True, **config)
-    finally:
-        contrastive_module.rank_candidates = original
+    with patched(contrastive_module, "rank_candidates", rank):
+        out = quiet_generate(model, inp, config)
     output = {"sequences": out.sequences, "scores": [np.asarray(s) for s in out.scores]}
     generated, eos = out.sequences[:, inp["input_ids"].shape[1]:], config["eos_token_id"]
     margins = [[None if np.isin(generated[r, :t], eos).any() else m for r, m in enumerate(step)]

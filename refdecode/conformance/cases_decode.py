@@ -102,7 +102,26 @@ def row_gap(values: np.ndarray) -> float | None:
 
 
 @contextlib.contextmanager
-def _recording_candidates(steps: list):
+def patched(owner: Any, name: str, replacement: Any) -> Iterator[None]:
+    """``owner.name`` is ``replacement`` while active (to record a decode's decisions), then restored."""
+    original = getattr(owner, name)
+    setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def quiet_generate(model: Any, inp: dict, config: dict, **extra: Any) -> Any:
+    """``refdecode.generate`` on the case's prompt, every step's scores kept, UserWarnings silenced (e.g.
+    min_length > max_length: transformers warns too)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return rd.generate(model, inp["input_ids"], attention_mask=inp["attention_mask"],
+                           return_dict_in_generate=True, output_scores=True, **extra, **config)
+
+
+def _recording_candidates(steps: list) -> Any:
     """While active, every ``BeamSearchScorer.process`` call appends its ranked candidate scores (B, C) and
     the prompts already done to ``steps``."""
     original = rd.BeamSearchScorer.process
@@ -111,11 +130,7 @@ def _recording_candidates(steps: list):
         steps.append((group_index, np.array(next_scores), self.done[:, group_index].copy()))
         return original(self, input_ids, next_scores, *args, group_index=group_index, **kwargs)
 
-    rd.BeamSearchScorer.process = process
-    try:
-        yield
-    finally:
-        rd.BeamSearchScorer.process = original
+    return patched(rd.BeamSearchScorer, "process", process)
 
 
 @functools.lru_cache(maxsize=8)
@@ -163,11 +178,8 @@ def run_decode(inp: dict) -> tuple[dict, list]:
         return tokens
 
     candidates: list = []
-    with _recording_candidates(candidates), warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # e.g. min_length > max_length: transformers warns too
-        out = rd.generate(model, inp["input_ids"], attention_mask=inp["attention_mask"],
-                          draw=draw if stream is not None else None, return_dict_in_generate=True,
-                          output_scores=True, **config)
+    with _recording_candidates(candidates):
+        out = quiet_generate(model, inp, config, draw=draw if stream is not None else None)
     output = {"sequences": out.sequences, "scores": [np.asarray(s) for s in out.scores]}
     if mode_beams:
         output.update(sequences_scores=out.sequences_scores, beam_indices=out.beam_indices)

@@ -13,6 +13,8 @@ returns it). Classifier-free guidance needs a second model run and is covered by
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import refdecode as rd
@@ -285,22 +287,19 @@ def _build_encoder(kind: str) -> list[Case]:
     return cases
 
 
-register(CaseType(
-    name="encoder_repetition_penalty", groups=GROUPS_P,
-    summary="EncoderRepetitionPenaltyLogitsProcessor: with p' = 1/penalty, rows r < B (B prompt rows) get, on the "
-            "tokens of prompt r, s < 0 -> s * p', else s / p'; later rows unchanged (4.38.2's gather/scatter).",
-    inputs=obj(input_ids=I64(2), scores=F32(2), encoder_input_ids=I64(2), penalty=FLOAT),
-    outputs=obj(scores=F32(2)), build=lambda: _build_encoder("penalty"),
-    run=lambda inp: {"scores": rd.EncoderRepetitionPenaltyLogitsProcessor(inp["penalty"], inp["encoder_input_ids"])(
-        inp["input_ids"], inp["scores"])}))
-register(CaseType(
-    name="encoder_no_repeat_ngram", groups=GROUPS_P,
-    summary="EncoderNoRepeatNGramLogitsProcessor: -inf for every token that completes an n-gram of the row's "
-            "prompt (row r uses prompt r // (N / B)).",
-    inputs=obj(input_ids=I64(2), scores=F32(2), encoder_input_ids=I64(2), ngram_size=INT),
-    outputs=obj(scores=F32(2)), build=lambda: _build_encoder("ngram"),
-    run=lambda inp: {"scores": rd.EncoderNoRepeatNGramLogitsProcessor(inp["ngram_size"], inp["encoder_input_ids"])(
-        inp["input_ids"], inp["scores"])}))
+for name, kind, param, processor, rule in [
+        ("encoder_repetition_penalty", "penalty", FLOAT, rd.EncoderRepetitionPenaltyLogitsProcessor,
+         "EncoderRepetitionPenaltyLogitsProcessor: with p' = 1/penalty, rows r < B (B prompt rows) get, on the "
+         "tokens of prompt r, s < 0 -> s * p', else s / p'; later rows unchanged (4.38.2's gather/scatter)."),
+        ("encoder_no_repeat_ngram", "ngram_size", INT, rd.EncoderNoRepeatNGramLogitsProcessor,
+         "EncoderNoRepeatNGramLogitsProcessor: -inf for every token that completes an n-gram of the row's "
+         "prompt (row r uses prompt r // (N / B)).")]:
+    register(CaseType(
+        name=name, groups=GROUPS_P, summary=rule,
+        inputs=obj(input_ids=I64(2), scores=F32(2), encoder_input_ids=I64(2), **{kind: param}),
+        outputs=obj(scores=F32(2)), build=functools.partial(_build_encoder, "penalty" if kind == "penalty" else "ngram"),
+        run=lambda inp, kind=kind, processor=processor: {"scores": processor(inp[kind], inp["encoder_input_ids"])(
+            inp["input_ids"], inp["scores"])}))
 
 
 # ---- forced_decoder_ids
