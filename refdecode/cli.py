@@ -258,7 +258,7 @@ def _progress_criterion(total: int, enabled: bool | None, label: str) -> Any:
     """A stopping criterion that never stops and advances a tqdm bar on stderr (tqdm ships with tokenizers)."""
     try:
         from tqdm import tqdm
-    except ImportError:  # tqdm comes with tokenizers' huggingface_hub; without it, no bar
+    except ImportError:  # tqdm is installed along with tokenizers; without it, no bar
         return None
     bar = tqdm(total=total, desc=label, unit="tok", file=sys.stderr, leave=False,
                disable=None if enabled is None else not enabled)
