@@ -63,7 +63,9 @@ def _store_arrays(values: dict, root: Path, stem: str) -> dict:
         if isinstance(value, np.ndarray) and value.size > NPY_THRESHOLD:
             rel = f"arrays/{stem}.{name}.npy"
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            np.save(root / rel, value, allow_pickle=False)
+            if value.dtype.hasobject:  # only plain numeric arrays go to .npy files
+                raise TypeError(f"`{name}` holds Python objects; a conformance array must be numeric")
+            np.save(root / rel, value)
             out[name] = {"npy": rel}
         else:
             out[name] = to_json(value)

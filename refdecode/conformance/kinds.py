@@ -296,7 +296,7 @@ def load_npy_refs(value: Any, root: Path) -> Any:
     """Replace every ``{"npy": path}`` in a case (paths relative to the suite directory) by the array it names."""
     if isinstance(value, dict):
         if set(value) == {"npy"}:
-            return np.load(root / value["npy"], allow_pickle=False)
+            return np.load(root / value["npy"])  # NumPy >= 1.16.3 refuses object arrays here by default
         return {k: load_npy_refs(v, root) for k, v in value.items()}
     if isinstance(value, list):
         return [load_npy_refs(v, root) for v in value]

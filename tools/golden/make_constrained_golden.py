@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from make_decode_golden import TIE_GAP, digest, left_pad  # the shared helpers (run from tools/golden/)
 from transformers import DisjunctiveConstraint, GPT2LMHeadModel, PhrasalConstraint
 
 torch.set_num_threads(1)
@@ -37,8 +38,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = ".venv-oracle/bin/python tools/golden/make_constrained_golden.py"
-TIE_GAP = 1e-5
-N_TOP = 8
 N_CASES = 60
 
 
@@ -72,26 +71,6 @@ class TieRecorder:
 
     def __exit__(self, *exc):
         torch.topk, torch.Tensor.sort = self._topk, self._sort
-
-
-def left_pad(prompts: list[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(p) for p in prompts)
-    ids = np.full((len(prompts), width), pad, dtype=np.int64)
-    mask = np.zeros((len(prompts), width), dtype=np.int64)
-    for i, p in enumerate(prompts):
-        ids[i, width - len(p):], mask[i, width - len(p):] = p, 1
-    return ids, mask
-
-
-def digest(scores: tuple, prefix: str, arrays: dict) -> None:
-    s = torch.stack(scores).numpy()                                             # (S, N, V)
-    order = np.argsort(-s, axis=-1, kind="stable")[..., :N_TOP]
-    arrays[prefix + "top_values"] = np.take_along_axis(s, order, axis=-1).astype(np.float32)
-    arrays[prefix + "top_ids"] = order.astype(np.int16)
-    arrays[prefix + "n_neginf"] = np.isneginf(s).sum(axis=-1).astype(np.int16)
-    arrays[prefix + "finite_sum"] = np.where(np.isfinite(s), s, 0.0).astype(np.float64).sum(axis=-1)
-
-
 def draw_tokens(rng: np.random.Generator, n: int, vocab: int, eos: int, pool: list[int]) -> list[int]:
     """n token ids (not eos), from ``pool`` when given, else uniform."""
     source = [t for t in pool if t != eos] or list(range(1, vocab))
@@ -191,7 +170,7 @@ def main() -> None:
         arrays[f"{cid}/sequences_scores"] = out.sequences_scores.numpy().astype(np.float32)
         if out.beam_indices is not None:   # None when the best hypothesis is a fallback (no constraint met)
             arrays[f"{cid}/beam_indices"] = out.beam_indices.numpy().astype(np.int16)
-        digest(out.scores, f"{cid}/", arrays)
+        digest(out.scores, f"{cid}/", arrays, False)
         cases.append(dict(id=cid, model=name, kwargs=kw, constraints=described, min_gap=rec.min_gap))
     print(f"{len(cases)} cases ({tries - len(cases)} redrawn or skipped)")
     meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 import transformers
 import transformers.generation.utils as gen_utils
+from make_decode_golden import TIE_GAP, digest, left_pad  # the shared helpers (run from tools/golden/)
 from transformers import GPT2LMHeadModel
 
 torch.set_num_threads(1)
@@ -35,8 +36,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = ".venv-oracle/bin/python tools/golden/make_contrastive_golden.py"
-TIE_GAP = 1e-5
-N_TOP = 8
 N_CONTRASTIVE = 40
 
 
@@ -80,26 +79,6 @@ class Recorder:
 
     def __exit__(self, *exc):
         torch.topk, torch.multinomial, gen_utils._ranking_fast = self._topk, self._multinomial, self._ranking
-
-
-def left_pad(prompts: list[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(p) for p in prompts)
-    ids = np.full((len(prompts), width), pad, dtype=np.int64)
-    mask = np.zeros((len(prompts), width), dtype=np.int64)
-    for i, p in enumerate(prompts):
-        ids[i, width - len(p):], mask[i, width - len(p):] = p, 1
-    return ids, mask
-
-
-def digest(scores: tuple, prefix: str, arrays: dict) -> None:
-    s = torch.stack(scores).numpy()                                             # (S, N, V)
-    order = np.argsort(-s, axis=-1, kind="stable")[..., :N_TOP]
-    arrays[prefix + "top_values"] = np.take_along_axis(s, order, axis=-1).astype(np.float32)
-    arrays[prefix + "top_ids"] = order.astype(np.int16)
-    arrays[prefix + "n_neginf"] = np.isneginf(s).sum(axis=-1).astype(np.int16)
-    arrays[prefix + "finite_sum"] = np.where(np.isfinite(s), s, 0.0).astype(np.float64).sum(axis=-1)
-
-
 def store_steps(name: str, steps: tuple, prefix: str, arrays: dict) -> int:
     """A tuple (steps) of tuples (layers) of arrays -> prefix/name/{step}/{layer}; returns the step count."""
     for i, layers in enumerate(steps):
@@ -164,7 +143,7 @@ def main() -> None:
         if getattr(out, "beam_indices", None) is not None:
             arrays[f"{cid}/beam_indices"] = out.beam_indices.numpy().astype(np.int16)
             arrays[f"{cid}/sequences_scores"] = out.sequences_scores.numpy().astype(np.float32)
-        digest(out.scores, f"{cid}/", arrays)
+        digest(out.scores, f"{cid}/", arrays, False)
         for step, d in enumerate(rec.draws):
             arrays[f"{cid}/draw{step:02d}"] = d
         case = dict(id=cid, mode=mode, model=name, kwargs=kw, torch_seed=torch_seed, min_gap=rec.min_gap,

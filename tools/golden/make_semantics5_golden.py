@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from make_decode_golden import TIE_GAP, left_pad  # the shared helpers (run from tools/golden/)
 from transformers import GPT2LMHeadModel
 
 torch.set_num_threads(1)
@@ -36,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = ".venv-tf5/bin/python tools/golden/make_semantics5_golden.py"
-TIE_GAP = 1e-5
 CASES = {"greedy_search": 20, "beam_search": 20}
 
 
@@ -70,17 +70,6 @@ class TieRecorder:
 
     def __exit__(self, *exc):
         torch.topk, torch.argmax = self._topk, self._argmax
-
-
-def left_pad(prompts: list[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(p) for p in prompts)
-    ids = np.full((len(prompts), width), pad, dtype=np.int64)
-    mask = np.zeros((len(prompts), width), dtype=np.int64)
-    for i, p in enumerate(prompts):
-        ids[i, width - len(p):] = p
-        mask[i, width - len(p):] = 1
-    return ids, mask
-
 
 def draw_case(mode: str, rng: np.random.Generator, vocab: int, eos: int) -> tuple[list, dict]:
     """2-3 prompts of different lengths (so at least one row is left-padded), a repetition penalty."""
