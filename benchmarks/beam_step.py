@@ -1,10 +1,11 @@
 """Beam-K decoding steps per second over greedy steps per second, GPT-2 124M, same run: few-row products in one
 OpenBLAS call against cache-sized blocks on two threads (issue 16). Not a test.
 
-``blocked`` is the fast forward pass as it is (:func:`refdecode.fast.forward.few_rows_product`: W^T in blocks
-of output columns small enough that OpenBLAS runs each GEMM in the calling thread with its packed copy in
-cache, half of the blocks on a second Python thread); ``one_call`` replaces that function by the single
-``(W^T @ x^T)^T`` call used before. Each variant runs in its own process; rounds alternate::
+``one_call`` is the fast forward pass as it is (:func:`refdecode.fast.forward.linear`: 2..16 rows as one
+``(W^T @ x^T)^T`` OpenBLAS call; the LM head as ``x @ wte.T``); ``blocked`` replaces both by the alternative
+tried in issue 16 and measured slower on a quiet machine (:func:`few_rows_product` below: W^T in blocks of
+output columns small enough that OpenBLAS runs each GEMM in the calling thread with its packed copy in cache,
+half of the blocks on a second Python thread). Each variant runs in its own process; rounds alternate::
 
     .venv/bin/python benchmarks/beam_step.py [--rounds 5] [--new 32]
 
@@ -22,26 +23,68 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
+_POOL: ThreadPoolExecutor | None = None
 
 
-def use_one_call() -> None:
-    """Before this change: one OpenBLAS call ``(W^T @ x^T)^T`` for a few rows (and the LM head)."""
+#: OpenBLAS runs a GEMM with M * N * K up to this in the calling thread (its interface/gemm.c:
+#: SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD = 65536 * 4).
+SINGLE_THREAD_MNK = 262144
+
+
+def few_rows_product(x: np.ndarray, wt: np.ndarray) -> np.ndarray:
+    """``x @ wt.T`` for a few rows, W^T (E_out, E_in) in blocks of output columns with N * cols * E_in <=
+    SINGLE_THREAD_MNK, half of them on a second Python thread (NumPy releases the GIL inside matmul)."""
+    N, E_in = x.shape
+    step = max(8, SINGLE_THREAD_MNK // (N * E_in))  # output columns per block
+    xt = np.ascontiguousarray(x.T)  # (E_in, N)
+    out = np.empty((wt.shape[0], N), dtype=np.float32)  # (E_out, N)
+
+    def blocks(start: int, stop: int) -> None:
+        for s in range(start, stop, step):
+            np.matmul(wt[s : min(s + step, stop)], xt, out=out[s : min(s + step, stop)])
+
+    mid = (-(-wt.shape[0] // step) // 2) * step  # the first half of the blocks -> the second thread
+    other = _POOL.submit(blocks, 0, mid)
+    blocks(mid, wt.shape[0])
+    other.result()
+    return np.ascontiguousarray(out.T)  # (N, E_out)
+
+
+def use_blocked() -> None:
+    """Route 2..16-row products and the few-row LM head of the fast pass through :func:`few_rows_product`."""
+    global _POOL
     import refdecode.fast.forward as fast
 
-    fast.few_rows_product = lambda x, wt: np.ascontiguousarray((wt @ x.T).T)
+    _POOL = ThreadPoolExecutor(1)
+    linear, head = fast.linear, fast.lm_head
+
+    def blocked_linear(x, weight, bias):
+        if 2 <= x.shape[0] <= fast.FEW_ROWS and weight.flags.f_contiguous:
+            y = few_rows_product(x, weight.T)
+            y += bias
+            return y
+        return linear(x, weight, bias)
+
+    def blocked_head(x, wte):  # as it was: blocks only over a row-major wte (forward="fast" stores it column-major)
+        if 2 <= x.shape[0] <= fast.FEW_ROWS and wte.flags.c_contiguous:
+            return few_rows_product(x, wte)
+        return head(x, wte)
+
+    fast.linear, fast.lm_head = blocked_linear, blocked_head
 
 
 def worker(variant: str, new: int, beams: int) -> None:
     from refdecode import GPT2, generate
 
-    if variant == "one_call":
-        use_one_call()
+    if variant == "blocked":
+        use_blocked()
     model = GPT2.from_pretrained(CHECKPOINT, forward="fast")
     ids = np.random.default_rng(0).integers(0, model.config.vocab_size, size=(1, 32), dtype=np.int64)
     kw = dict(max_new_tokens=new, min_new_tokens=new, attention_mask=np.ones_like(ids))

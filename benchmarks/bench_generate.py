@@ -47,9 +47,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
+COPY_CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-copy"  # make_copy_checkpoint.py
 MODES = ("greedy", "sampling", "beam4", "prefill512", "greedy_copy", "lookup_copy")
 PROMPT_LEN, NEW_TOKENS, PREFILL_LEN = 32, 64, 512
 LOOKUP_TOKENS = 10  # prompt_lookup_num_tokens of lookup_copy
+COPY_MODES = ("greedy_copy", "lookup_copy")  # run on --copy-checkpoint, by workers of their own
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -102,13 +104,13 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
 
 
-def worker_refdecode(forward: str) -> None:
+def worker_refdecode(forward: str, checkpoint: Path) -> None:
     import numpy as np
 
     from refdecode import GPT2, generate
 
     t0 = time.perf_counter()
-    model = GPT2.from_pretrained(CHECKPOINT, forward=forward)
+    model = GPT2.from_pretrained(checkpoint, forward=forward)
     load = time.perf_counter() - t0
 
     class Counting:  # the model, counting forward passes (prompt lookup: one per round)
@@ -153,14 +155,14 @@ def worker_refdecode(forward: str) -> None:
     _serve(load, run, dict(gemv=gemv, step_bytes=step_bytes), f"numpy {np.__version__}, forward={forward}")
 
 
-def worker_transformers(threads: int) -> None:
+def worker_transformers(threads: int, checkpoint: Path) -> None:
     import torch
     import transformers
     from transformers import GPT2LMHeadModel
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
-    model = GPT2LMHeadModel.from_pretrained(CHECKPOINT).eval()
+    model = GPT2LMHeadModel.from_pretrained(checkpoint).eval()
     load = time.perf_counter() - t0
 
     def run(mode: str) -> dict:
@@ -193,8 +195,9 @@ def _serve(load: float, run, extra: dict, versions: str) -> None:
 # ----------------------------------------------------------------------------------------------------
 
 
-def make_checkpoint() -> None:
-    """A random GPT-2 124M in save_pretrained layout (float32), created once; then read into the page cache."""
+def make_checkpoint(copy_checkpoint: Path) -> None:
+    """The random GPT-2 124M in save_pretrained layout (float32) and, for the copy modes, the copying one of
+    make_copy_checkpoint.py, each created once; then read into the page cache."""
     if not (CHECKPOINT / "model.safetensors").exists():
         import torch
         from transformers import GPT2Config, GPT2LMHeadModel
@@ -202,17 +205,23 @@ def make_checkpoint() -> None:
         torch.manual_seed(0)
         GPT2LMHeadModel(GPT2Config()).save_pretrained(CHECKPOINT, safe_serialization=True)
         print(f"created {CHECKPOINT.relative_to(ROOT)}")
-    with open(CHECKPOINT / "model.safetensors", "rb") as f:
-        while f.read(1 << 24):
-            pass
+    if copy_checkpoint == COPY_CHECKPOINT and not (COPY_CHECKPOINT / "model.safetensors").exists():
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import make_copy_checkpoint
+
+        print(f"created {make_copy_checkpoint.main(COPY_CHECKPOINT).relative_to(ROOT)}")
+    for path in (CHECKPOINT, copy_checkpoint):
+        with open(path / "model.safetensors", "rb") as f:
+            while f.read(1 << 24):
+                pass
 
 
 class Worker:
-    def __init__(self, lib: str, threads: int, forward: str = "fast") -> None:
+    def __init__(self, lib: str, threads: int, forward: str, checkpoint: Path) -> None:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker", lib, "--threads", str(threads),
-                                      "--forward", forward],
+                                      "--forward", forward, "--checkpoint", str(checkpoint)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
         self.hello = self._read()
 
@@ -234,17 +243,26 @@ class Worker:
 
 
 def main(args: argparse.Namespace) -> None:
-    make_checkpoint()
+    copy_checkpoint = Path(args.copy_checkpoint)
+    make_checkpoint(copy_checkpoint)
     libs = ("refdecode", "transformers")
-    workers = {lib: Worker(lib, args.threads, args.forward) for lib in libs}
     modes = [m for m in MODES if m in args.modes.split(",")]
+    # the copy modes run in workers of their own on their checkpoint; peak RSS is the random checkpoint's
+    kinds = sorted({"copy" if m in COPY_MODES else "random" for m in modes})
+    paths = dict(random=CHECKPOINT, copy=copy_checkpoint)
+    workers = {(kind, lib): Worker(lib, args.threads, args.forward, paths[kind]) for kind in kinds for lib in libs}
+
+    def ask(mode: str, lib: str) -> dict:
+        return workers["copy" if mode in COPY_MODES else "random", lib].ask(mode)
+
+    first = kinds[-1]  # "random" when any random-checkpoint mode runs: its workers report RSS and load time
     seconds: dict[tuple[str, str], list[float]] = {(m, lib): [] for m in modes for lib in libs}
     tokens: dict[tuple[str, str], list[int]] = {}
     calls: dict[str, int] = {}
     bandwidth: list[float] = []
     for mode in modes:  # warm-up: first-call allocations, page faults
         for lib in libs:
-            answer = workers[lib].ask(mode)
+            answer = ask(mode, lib)
             tokens[mode, lib] = answer["tokens"]
             if lib == "refdecode":
                 calls[mode] = answer["calls"]
@@ -252,10 +270,11 @@ def main(args: argparse.Namespace) -> None:
         order = libs if r % 2 == 0 else libs[::-1]
         for mode in modes:
             for lib in order:
-                seconds[mode, lib].append(workers[lib].ask(mode)["seconds"])
-        bandwidth.append(workers["refdecode"].ask("gemv")["bytes_per_s"])
-    step_bytes = workers["refdecode"].ask("step_bytes")["bytes"]
-    rss = {lib: workers[lib].ask("rss")["rss_mb"] for lib in libs}
+                seconds[mode, lib].append(ask(mode, lib)["seconds"])
+        bandwidth.append(workers[first, "refdecode"].ask("gemv")["bytes_per_s"])
+    step_bytes = workers[first, "refdecode"].ask("step_bytes")["bytes"]
+    rss = {lib: workers[first, lib].ask("rss")["rss_mb"] for lib in libs}
+    hello = {lib: workers[first, lib].hello for lib in libs}
     for w in workers.values():
         w.close()
 
@@ -266,7 +285,7 @@ def main(args: argparse.Namespace) -> None:
     import platform
 
     print(f"{time.strftime('%Y-%m-%d %H:%M')} | {platform.machine()}, {os.cpu_count()} cores, {args.threads} threads | "
-          f"{workers['refdecode'].hello['versions']} | {workers['transformers'].hello['versions']}")
+          f"{hello['refdecode']['versions']} | {hello['transformers']['versions']}")
     print(f"batch 1, prompt {PROMPT_LEN}, exactly {NEW_TOKENS} new tokens; median of {args.rounds} alternating "
           f"rounds (prefill: {PREFILL_LEN}-token prompt, tokens/s = {PREFILL_LEN} / time to first token)\n")
     print("| mode | refdecode tok/s | transformers tok/s | ratio | ratio per round (min-max) | same tokens |")
@@ -280,7 +299,7 @@ def main(args: argparse.Namespace) -> None:
                 f"{1e3 * statistics.median(seconds[mode, 'transformers']):.0f} ms)" if mode == "prefill512" else ""
         print(f"| {mode}{extra} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {min(per_round):.2f}-{max(per_round):.2f}x "
               f"| {same} |")
-    load = {lib: workers[lib].hello["load_seconds"] for lib in libs}
+    load = {lib: hello[lib]["load_seconds"] for lib in libs}
     print(f"| peak RSS (MB, whole process) | {rss['refdecode']:.0f} | {rss['transformers']:.0f} | "
           f"{rss['refdecode'] / rss['transformers']:.2f}x | | |")
     print(f"| load time (s, page cache) | {load['refdecode']:.3f} | {load['transformers']:.3f} | "
@@ -312,11 +331,15 @@ if __name__ == "__main__":
     ap.add_argument("--threads", type=int, default=2, help="threads for torch and for NumPy's OpenBLAS (default 2)")
     ap.add_argument("--forward", choices=("fast", "plain"), default="fast",
                     help="refdecode's forward pass, GPT2.from_pretrained(..., forward=...) (default: fast)")
+    ap.add_argument("--copy-checkpoint", default=str(COPY_CHECKPOINT),
+                    help="checkpoint of greedy_copy and lookup_copy (default: the copying GPT-2-124M-shaped one of "
+                         "make_copy_checkpoint.py, created on first use; a trained GPT-2 directory works too)")
     ap.add_argument("--worker", choices=("refdecode", "transformers"), help=argparse.SUPPRESS)
+    ap.add_argument("--checkpoint", default=str(CHECKPOINT), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker == "refdecode":
-        worker_refdecode(args.forward)
+        worker_refdecode(args.forward, Path(args.checkpoint))
     elif args.worker == "transformers":
-        worker_transformers(args.threads)
+        worker_transformers(args.threads, Path(args.checkpoint))
     else:
         main(args)

@@ -301,27 +301,10 @@ def test_transpose_into_is_a_transpose(rows, cols, tile):
     assert np.array_equal(out, a.T)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("rows", [2, 4, 11, 16])
-@pytest.mark.parametrize("e_in, e_out", [(24, 1000), (96, 37), (200, 8)])
-def test_few_rows_product_in_blocks_equals_one_product(monkeypatch, threads, rows, e_in, e_out):
-    """W^T cut into cache-sized blocks of output columns, on one or two threads: each output is the same dot product
-    over E_in, so the result equals the one-call product to float32 rounding; every column is written (E_out not a
-    multiple of the block, blocks split between threads)."""
-    monkeypatch.setattr(fast, "PRODUCT_THREADS", threads)
-    monkeypatch.setattr(fast, "SINGLE_THREAD_MNK", 4 * rows * e_in)  # blocks of 4 columns here: many blocks
-    rng = np.random.default_rng(rows + e_in)
-    x = rng.standard_normal((rows, e_in), dtype=np.float32)
-    wt = rng.standard_normal((e_out, e_in), dtype=np.float32)
-    got = fast.few_rows_product(x, wt)
-    assert got.shape == (rows, e_out) and got.dtype == np.float32 and got.flags.c_contiguous
-    np.testing.assert_allclose(got, x @ wt.T, rtol=1e-5, atol=1e-4)
-
-
 @pytest.mark.parametrize("lookup", [2, 10])
 def test_prompt_lookup_gives_the_same_tokens_on_both_paths(shakespeare, lookup):
-    """Prompt lookup's verification passes (2..11 rows through few_rows_product) pick greedy's tokens on the fast
-    path as on the plain one."""
+    """Prompt lookup's verification passes (2..11 rows, the few-row products of fast.linear) pick greedy's tokens
+    on the fast path as on the plain one."""
     ids = np.array([[5, 622, 2662, 46, 25, 198, 5, 622, 2662, 46, 25, 198, 5, 622]])  # a repeated line
     out = {forward: generate(model, ids, max_new_tokens=24, prompt_lookup_num_tokens=lookup)
            for forward, model in shakespeare.items()}

@@ -26,14 +26,15 @@ What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-t
    Each in-place sequence performs the same float32 operations in the same order as the plain expression
    it replaces, so it gives the same bits. Where ``1/sqrt(D)`` is a power of two (GPT-2: 1/8) it is
    applied to q instead of to every score, which is exact.
-4. **Few-row products against transposed weights** (:func:`linear`). With one row (greedy decoding)
-   ``(W^T @ x^T)^T`` on a column-major weight is one OpenBLAS gemv that streams the weight once in its
-   fast direction. With 2..16 rows (beams, the verification pass of prompt lookup / assisted decoding)
-   one call would take OpenBLAS's GEMM path, which packs the weight into a buffer larger than the caches
-   (~2.8x one row for 4 rows); :func:`few_rows_product` instead multiplies cache-sized blocks of W^T, each
-   run by OpenBLAS in the calling thread, half of them on a second thread (issue 16; the LM head too).
+4. **Few-row products against transposed weights** (:func:`linear`). With a handful of rows (decoding,
+   beams, the verification pass of prompt lookup / assisted decoding) ``(W^T @ x^T)^T`` on a column-major
+   weight is one OpenBLAS call that streams the weight in its fast direction (a gemv for one row);
+   ``x @ W`` with 4 rows takes OpenBLAS's small-M GEMM path, which costs several single-row passes.
    :func:`refdecode.fast.layout.load_params_column_major` stores the Conv1D weights column-major
    (``from_pretrained(..., forward="fast")`` unless memory-mapped), so either form reads contiguous memory.
+   A few rows still cost more than one (4 rows ~1.8x, 11 rows ~2.8x on a quiet 2-core machine): OpenBLAS's
+   GEMM for so few rows runs at ~50-66 GFLOPS even with the weight in cache. Splitting W^T into
+   cache-sized blocks on two Python threads was tried and measured slower (benchmarks/README.md, issue 16).
 
 tests/test_fast.py checks this module against :mod:`refdecode.gpt2` on every golden checkpoint
 (prefill, padded batches, cached steps, beams) and that generate() gives the same tokens either way.
@@ -42,8 +43,6 @@ tests/test_fast.py checks this module against :mod:`refdecode.gpt2` on every gol
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
@@ -53,8 +52,8 @@ from ..gpt2 import MASK_MIN, attend, attention_scores, lm_head, padding_bias
 from ..kv_cache import KVCache
 from ..numerics import ACT2FN
 
-__all__ = ["gpt2_fast", "attend_causal_blocked", "softmax_", "gelu_new_", "by_rows", "layer_norm_", "linear",
-           "few_rows_product", "mha", "ffn"]
+__all__ = ["gpt2_fast", "attend_causal_blocked", "softmax_", "gelu_new_", "by_rows", "layer_norm_", "linear", "mha",
+           "ffn"]
 
 #: Query rows per attention block. GPT-2 124M, 512-token prompt: 32 -> 444 ms, 64 -> 429, 128 -> 421,
 #: 256 -> 432 (fewer, larger blocks mean fewer BLAS calls but more of the masked triangle computed).
@@ -65,17 +64,6 @@ ROWS_PER_CHUNK = 32
 
 #: Up to this many rows, :func:`linear` multiplies as (W^T @ x^T)^T when W is stored column-major.
 FEW_ROWS = 16
-
-#: OpenBLAS runs a GEMM with M * N * K up to this in the calling thread (its interface/gemm.c:
-#: SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD = 65536 * 4); :func:`few_rows_product` cuts W^T in
-#: blocks of at most this size.
-SINGLE_THREAD_MNK = 262144
-
-#: Threads :func:`few_rows_product` splits its blocks over: 2, or 1 on one core or when the environment
-#: asks OpenBLAS for one thread.
-PRODUCT_THREADS = 1 if (os.cpu_count() or 1) < 2 or "1" in (os.environ.get("OPENBLAS_NUM_THREADS"),
-                                                             os.environ.get("OMP_NUM_THREADS")) else 2
-_POOL: ThreadPoolExecutor | None = None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -144,55 +132,15 @@ def layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
     return y
 
 
-def few_rows_product(x: np.ndarray, wt: np.ndarray) -> np.ndarray:
-    """``x @ wt.T`` for a few rows, W^T in cache-sized blocks; x (N, E_in), wt = W^T (E_out, E_in) C-contiguous
-    -> (N, E_out).
-
-    Why: for N = 2..16 rows one OpenBLAS call ``wt @ x.T`` takes its GEMM path, which copies ("packs") the
-    weight into a buffer larger than the caches, so the weight crosses the memory bus about three times:
-    beam-4 products cost ~2.8x one row (benchmarks/README.md). Here W^T goes in blocks of output columns with
-    N * cols * E_in <= :data:`SINGLE_THREAD_MNK`: OpenBLAS runs each block in the calling thread and its
-    packed copy stays in cache, so the weight is read from memory once for the N rows. A second thread takes
-    the first half of the blocks (NumPy releases the GIL inside matmul), so both cores stream weights. Every
-    output is the same dot product over E_in as in the one-call form (blocks split the output columns, not
-    the sum); tests/test_fast.py compares them.
-
-    >>> wt = np.arange(12, dtype=np.float32).reshape(4, 3)      # W^T: 3 inputs -> 4 outputs
-    >>> few_rows_product(np.ones((2, 3), dtype=np.float32), wt)
-    array([[ 3., 12., 21., 30.],
-           [ 3., 12., 21., 30.]], dtype=float32)
-    """
-    global _POOL
-    N, E_in = x.shape
-    step = max(8, SINGLE_THREAD_MNK // (N * E_in))  # output columns per block
-    xt = np.ascontiguousarray(x.T)  # (E_in, N)
-    out = np.empty((wt.shape[0], N), dtype=np.float32)  # (E_out, N)
-
-    def blocks(start: int, stop: int) -> None:
-        for s in range(start, stop, step):
-            np.matmul(wt[s : min(s + step, stop)], xt, out=out[s : min(s + step, stop)])  # (cols, E_in) @ (E_in, N)
-
-    mid = (-(-wt.shape[0] // step) // 2) * step if PRODUCT_THREADS > 1 else 0  # first half -> second thread
-    if mid:
-        _POOL = _POOL or ThreadPoolExecutor(1, thread_name_prefix="refdecode-products")
-        other = _POOL.submit(blocks, 0, mid)
-    blocks(mid, wt.shape[0])
-    if mid:
-        other.result()
-    return np.ascontiguousarray(out.T)  # (N, E_out)
-
-
 def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """:func:`refdecode.gpt2.linear` (``x @ weight + bias``), the bias added in place; x (N, E_in) -> (N, E_out).
 
-    With a column-major ``weight``: one row as ``(weight.T @ x.T).T``, one gemv streaming the contiguous rows
-    of ``weight.T``; 2..FEW_ROWS rows by :func:`few_rows_product` (cache-sized blocks of ``weight.T``);
-    more rows (a prefill) as ``x @ weight`` (see the module docstring).
+    With at most FEW_ROWS rows and a column-major ``weight`` the product is taken as ``(weight.T @ x.T).T``:
+    OpenBLAS then streams the contiguous rows of ``weight.T`` (one gemv for one row, a tall-skinny GEMM
+    for a few), instead of its small-M GEMM path for ``x @ weight`` (see the module docstring).
     """
-    if x.shape[0] == 1 and weight.flags.f_contiguous:
-        y = np.ascontiguousarray((weight.T @ x.T).T)  # (E_out, E_in) @ (E_in, 1): one gemv, both cores
-    elif x.shape[0] <= FEW_ROWS and weight.flags.f_contiguous:
-        y = few_rows_product(x, weight.T)  # (N, E_in) -> (N, E_out), W^T in cache-sized blocks
+    if x.shape[0] <= FEW_ROWS and weight.flags.f_contiguous:
+        y = np.ascontiguousarray((weight.T @ x.T).T)  # (E_out, E_in) @ (E_in, N) -> (E_out, N) -> (N, E_out)
     else:
         y = x @ weight  # (N, E_in) @ (E_in, E_out) -> (N, E_out)
     y += bias
@@ -326,6 +274,4 @@ def gpt2_fast(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str,
     cache.advance(T)
     x = layer_norm_(x, **params["ln_f"], eps=eps)  # (B*n, E)
     head = params.get("lm_head", params["wte"])  # (V, E), i.e. W^T of the head
-    if 2 <= B * n <= FEW_ROWS and head.flags.c_contiguous:  # beams, prompt lookup's verification
-        return few_rows_product(x, head).reshape(B, n, -1)  # (B*n, E) -> (B, n, V)
     return lm_head(x, head).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V), thread-count independent
