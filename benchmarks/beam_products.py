@@ -25,7 +25,10 @@ Each strategy runs in its own process (``OPENBLAS_NUM_THREADS`` 2, or 1 for ``sp
 alternate over ``--rounds`` rounds and the minimum and median per strategy are printed, with the ratio to
 the 1-row time of the same round. Run::
 
-    .venv/bin/python benchmarks/beam_products.py [--rounds 5] [--rows 4]
+    .venv/bin/python benchmarks/beam_products.py [--rounds 5] [--rows 4] [--in-cache]
+
+``--in-cache`` multiplies one 9.4 MB matrix 49 times instead (it stays in the caches), so the time is the
+arithmetic's and the GFLOP/s column shows how fast OpenBLAS computes a few rows.
 """
 
 from __future__ import annotations
@@ -97,13 +100,15 @@ def product(strategy: str, wt, x, chunk_rows: int, pool):
     raise ValueError(strategy)
 
 
-def worker(strategy: str, rows: int, chunk_kb: int) -> None:
+def worker(strategy: str, rows: int, chunk_kb: int, in_cache: bool) -> None:
     """Answer 'run' with the seconds of one step's products (best of 5); 'quit' ends."""
     import numpy as np
 
     mats = weights()
     if strategy == "gemm_C":
         mats = [np.ascontiguousarray(w.T) for w in mats]
+    if in_cache:  # one 9.4 MB matrix (c_fc of layer 0) 49 times: it stays in L2/L3, so this times the arithmetic
+        mats = [mats[2]] * len(mats)
     k = 1 if strategy == "gemv_1row" else rows
     xs = {m.shape: np.random.default_rng(1).standard_normal((k, m.shape[1] if strategy != "gemm_C" else m.shape[0]),
                                                           dtype=np.float32) for m in mats}
@@ -120,7 +125,7 @@ def worker(strategy: str, rows: int, chunk_kb: int) -> None:
                 chunk_rows = max(8, chunk_kb * 1024 // (4 * in_dim))
                 product(strategy, w, xs[w.shape], chunk_rows, pool)
             best = min(best, time.perf_counter() - t0)
-        print(json.dumps(dict(seconds=best)), flush=True)
+        print(json.dumps(dict(seconds=best, flop=2.0 * k * sum(w.size for w in mats))), flush=True)
 
 
 def main(args: argparse.Namespace) -> None:
@@ -129,18 +134,21 @@ def main(args: argparse.Namespace) -> None:
         threads = "1" if s == "split2" else str(args.threads)
         env = dict(os.environ, OPENBLAS_NUM_THREADS=threads, OMP_NUM_THREADS=threads)
         procs[s] = subprocess.Popen([sys.executable, __file__, "--worker", s, "--rows", str(args.rows),
-                                     "--chunk-kb", str(args.chunk_kb)], stdin=subprocess.PIPE,
+                                     "--chunk-kb", str(args.chunk_kb)] + ["--in-cache"] * args.in_cache,
+                                    stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, text=True, env=env)
         json.loads(procs[s].stdout.readline())
     times: dict[str, list[float]] = {s: [] for s in STRATEGIES}
     ratios: dict[str, list[float]] = {s: [] for s in STRATEGIES}
+    flop: dict[str, float] = {}
     for r in range(args.rounds):
         order = STRATEGIES if r % 2 == 0 else STRATEGIES[::-1]
         this = {}
         for s in order:
             procs[s].stdin.write("run\n")
             procs[s].stdin.flush()
-            this[s] = json.loads(procs[s].stdout.readline())["seconds"]
+            answer = json.loads(procs[s].stdout.readline())
+            this[s], flop[s] = answer["seconds"], answer["flop"]
         for s in STRATEGIES:
             times[s].append(this[s])
             ratios[s].append(this[s] / this["gemv_1row"])
@@ -149,12 +157,14 @@ def main(args: argparse.Namespace) -> None:
         p.stdin.flush()
         p.wait()
     print(f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, OpenBLAS threads {args.threads} "
-          f"(split2: 2 Python threads x 1), rows = {args.rows}, {args.rounds} alternating rounds, best of 5 each\n")
-    print("| strategy | step products ms (min) | median | x one row (median of per-round ratios) |")
-    print("|---|---:|---:|---:|")
+          f"(split2: 2 Python threads x 1), rows = {args.rows}, {args.rounds} alternating rounds, best of 5 each"
+          f"{', weights in cache (--in-cache)' if args.in_cache else ''}\n")
+    print("| strategy | step products ms (min) | median | x one row (median of per-round ratios) | GFLOP/s (min) |")
+    print("|---|---:|---:|---:|---:|")
     for s in STRATEGIES:
         print(f"| {s}{' (1 row)' if s == 'gemv_1row' else ''} | {1e3 * min(times[s]):.1f} | "
-              f"{1e3 * statistics.median(times[s]):.1f} | {statistics.median(ratios[s]):.2f}x |")
+              f"{1e3 * statistics.median(times[s]):.1f} | {statistics.median(ratios[s]):.2f}x | "
+              f"{flop[s] / min(times[s]) / 1e9:.0f} |")
 
 
 if __name__ == "__main__":
@@ -163,9 +173,11 @@ if __name__ == "__main__":
     ap.add_argument("--rows", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--chunk-kb", type=int, default=256)
+    ap.add_argument("--in-cache", action="store_true",
+                    help="multiply one 9.4 MB matrix 49 times instead of the model's 495 MB: the arithmetic alone")
     ap.add_argument("--worker", choices=STRATEGIES, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        worker(a.worker, a.rows, a.chunk_kb)
+        worker(a.worker, a.rows, a.chunk_kb, a.in_cache)
     else:
         main(a)

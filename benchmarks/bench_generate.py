@@ -211,19 +211,16 @@ def _serve(load: float, run, extra: dict, versions: str) -> None:
 
 def make_checkpoint(copy_checkpoint: Path) -> None:
     """The random GPT-2 124M in save_pretrained layout (float32) and, for the copy modes, the copying one of
-    make_copy_checkpoint.py, each created once; then read into the page cache."""
+    make_copy_checkpoint.py, each created once, in a process of its own (a worker forked from a driver that
+    once held a model would inherit its peak RSS); then read into the page cache."""
     if not (CHECKPOINT / "model.safetensors").exists():
-        import torch
-        from transformers import GPT2Config, GPT2LMHeadModel
-
-        torch.manual_seed(0)
-        GPT2LMHeadModel(GPT2Config()).save_pretrained(CHECKPOINT, safe_serialization=True)
+        make = ("import torch; from transformers import GPT2Config, GPT2LMHeadModel; torch.manual_seed(0); "
+                f"GPT2LMHeadModel(GPT2Config()).save_pretrained({str(CHECKPOINT)!r}, safe_serialization=True)")
+        subprocess.run([sys.executable, "-c", make], check=True)
         print(f"created {CHECKPOINT.relative_to(ROOT)}")
     if copy_checkpoint == COPY_CHECKPOINT and not (COPY_CHECKPOINT / "model.safetensors").exists():
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        import make_copy_checkpoint
-
-        print(f"created {make_copy_checkpoint.main(COPY_CHECKPOINT).relative_to(ROOT)}")
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_copy_checkpoint.py"), str(COPY_CHECKPOINT)],
+                       check=True)
     for path in (CHECKPOINT, copy_checkpoint):
         with open(path / "model.safetensors", "rb") as f:
             while f.read(1 << 24):

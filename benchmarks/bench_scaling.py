@@ -15,8 +15,10 @@ length, so the bound is ``rows_emitting * bandwidth / bytes``.
 
 Cases:
 
-* context: batch 1 greedy, prompt S in {64, 256, 512, 1000}, decoding speed at that context:
-  8 tokens / (time for 9 new tokens - time for 1 new token), i.e. without the prefill;
+* context: batch 1 greedy, prompt S in {64, 256, 512, 990}, decoding speed at that context:
+  32 tokens / (time for 33 new tokens - time for 1 new token), i.e. without the prefill (the last case
+  ends at 1023 tokens); also ms per step and the share of the step that the context adds over S = 64
+  (attention over the cached keys/values; everything else in a step does not depend on S);
 * batch: B in {1, 2, 4, 8} different 32-token prompts, greedy, 16 new tokens each; tokens/s counts all rows
   (B * 16 / time, prefill included, as bench_generate);
 * beams: K in {1, 2, 4, 8} beams, one 32-token prompt, 16 new tokens; tokens/s = 16 / time (the sequence
@@ -39,14 +41,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINTS = {"124m": ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random",
                "355m": ROOT / "benchmarks" / "_checkpoints" / "gpt2-355m-random"}
 NEW = 16  # new tokens per batch / beams / 355M case
-DECODE = 8  # context cases: decoding speed over this many tokens
+DECODE = 32  # context cases: decoding speed over this many tokens
 
 
 def cases(only: set[str]) -> list[dict]:
     """Every case: model, prompt length S, rows B, beams K, new tokens (and 'base' for the context cases)."""
     out = []
     if "context" in only:
-        for S in (64, 256, 512, 1000):
+        for S in (64, 256, 512, 990):  # 990 + 1 + DECODE = 1023 <= n_positions
             for new in (1, 1 + DECODE):
                 out.append(dict(group="context", model="124m", S=S, B=1, K=1, new=new))
     if "batch" in only:
@@ -220,6 +222,7 @@ def main(args: argparse.Namespace) -> None:
     print("| case | refdecode tok/s | transformers tok/s | ratio | bound tok/s | refdecode / bound | same tokens |")
     print("|---|---:|---:|---:|---:|---:|---|")
     by_group: dict[str, list[dict]] = {}
+    step_ms: dict[int, dict[str, float]] = {}
     for c in todo:
         by_group.setdefault(c["group"], []).append(c)
     for c in by_group.get("context", []):
@@ -230,7 +233,8 @@ def main(args: argparse.Namespace) -> None:
         b = bound(c, 1, c["S"] + DECODE / 2)
         print(f"| context S = {c['S']} (decoding only) | {a:.1f} | {t:.1f} | {a / t:.2f}x | {b:.1f} | "
               f"{100 * a / b:.0f}% | {same[key(c)]} |")
-    for group in ("batch", "beams", "355m"):
+        step_ms[c["S"]] = {lib: 1e3 / x for lib, x in zip(libs, (a, t))}
+    for group in ("batch", "beams", "355m"):  # (after the context rows)
         for c in by_group.get(group, []):
             rows = c["B"] * c["K"]
             n = c["B"] * c["new"]
@@ -239,6 +243,14 @@ def main(args: argparse.Namespace) -> None:
             kind = "greedy" if c["K"] == 1 else f"beams K = {c['K']}"
             label = {"batch": f"batch B = {c['B']}", "beams": f"beams K = {c['K']}", "355m": f"355M, {kind}"}[group]
             print(f"| {label} | {a:.1f} | {t:.1f} | {a / t:.2f}x | {b:.1f} | {100 * a / b:.0f}% | {same[key(c)]} |")
+    if step_ms:
+        first = min(step_ms)
+        print(f"\ncontext: ms per decoding step (refdecode / transformers), and the share the context adds over "
+              f"S = {first} (refdecode / transformers):")
+        for S, ms in step_ms.items():
+            grow = {lib: (ms[lib] - step_ms[first][lib]) / ms[lib] for lib in libs}
+            print(f"  S = {S}: {ms['refdecode']:.1f} / {ms['transformers']:.1f} ms, context adds "
+                  f"{100 * grow['refdecode']:.0f}% / {100 * grow['transformers']:.0f}%")
     beams = by_group.get("beams", [])
     if beams:
         greedy = next(c for c in beams if c["K"] == 1)

@@ -46,11 +46,13 @@ ALPHA, GAIN = 1.0, 40.0  # token code scale; how strongly the induction head wri
 INIT_STD, OUT_STD = 0.02, 1e-4  # random weights; output projections of everything outside the circuit
 
 
-def config() -> dict:
-    return {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "bos_token_id": 50256,
-            "eos_token_id": 50256, "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": N_POS,
-            "n_embd": E, "n_head": N_HEAD, "n_inner": None, "n_layer": N_LAYER, "n_positions": N_POS,
-            "scale_attn_weights": True, "tie_word_embeddings": True, "vocab_size": VOCAB,
+def config(n_embd: int = E, n_head: int = N_HEAD, n_layer: int = N_LAYER, n_positions: int = N_POS,
+           vocab_size: int = VOCAB) -> dict:
+    """config.json of the checkpoint (GPT-2 124M's by default)."""
+    return {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "bos_token_id": vocab_size - 1,
+            "eos_token_id": vocab_size - 1, "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": n_positions,
+            "n_embd": n_embd, "n_head": n_head, "n_inner": None, "n_layer": n_layer, "n_positions": n_positions,
+            "scale_attn_weights": True, "tie_word_embeddings": True, "vocab_size": vocab_size,
             "attn_pdrop": 0.0, "embd_pdrop": 0.0, "resid_pdrop": 0.0}
 
 
@@ -63,7 +65,13 @@ def rotation(offset: int) -> np.ndarray:
     return r
 
 
-def build(seed: int = 0) -> dict[str, np.ndarray]:
+def build(seed: int = 0, n_embd: int = E, n_head: int = N_HEAD, n_layer: int = N_LAYER, n_positions: int = N_POS,
+          vocab_size: int = VOCAB) -> dict[str, np.ndarray]:
+    """The tensors, float32, Hugging Face names. Any shape with head size 64, >= 4 heads, 2 <= n_layer,
+    n_embd >= 103 and vocab_size <= 2**16 holds the circuit (tests/test_copy_checkpoint.py builds a small one)."""
+    E, N_LAYER, N_POS, VOCAB = n_embd, n_layer, n_positions, vocab_size
+    if n_embd // n_head != HEAD or n_head < OFFSETS or n_layer < 2 or vocab_size > 2**BITS:
+        raise ValueError("the circuit needs head size 64, >= 4 heads, >= 2 layers and <= 65536 tokens")
     rng = np.random.default_rng(seed)
     m = rng.standard_normal((E, E))
     m[:, 0] = 1.0
