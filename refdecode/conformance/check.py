@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from .compare import compare
-from .export import dumps
+from .export import MODEL_FIELDS, dumps
 from .kinds import load_npy_refs, to_json
 from .registry import REGISTRY, select
 
@@ -44,9 +44,10 @@ def load_suite(directory: str | Path, only: str | None = None) -> tuple[dict, li
                              f"export the suite with this refdecode version ({manifest['refdecode_version']} made it)")
         for line in (root / entry["file"]).read_text().splitlines():
             case = load_npy_refs(json.loads(line), root)
-            model = case["input"].get("model")
-            if isinstance(model, dict) and "path" in model:
-                model["path"] = str((root / model["path"]).resolve())
+            for key in MODEL_FIELDS:  # the checkpoints a case names, as absolute paths
+                model = case["input"].get(key)
+                if isinstance(model, dict) and "path" in model:
+                    model["path"] = str((root / model["path"]).resolve())
             cases.append(case)
     return manifest, cases
 

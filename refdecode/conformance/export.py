@@ -72,6 +72,10 @@ def _store_arrays(values: dict, root: Path, stem: str) -> dict:
     return out
 
 
+#: input fields that may hold a GPT-2 checkpoint ({"kind": "gpt2", "path": ...}): copied into DIR/models
+MODEL_FIELDS = ("model", "assistant")
+
+
 def _copy_model(model: dict, root: Path) -> dict:
     """A GPT-2 model input {"kind": "gpt2", "path": source dir} -> copied to DIR/models/<name>, path made relative."""
     if not isinstance(model, dict) or model.get("kind") != "gpt2":
@@ -120,8 +124,9 @@ def export(directory: str | Path, types: list[str] | None = None, limit: int | N
             expected = case_type.run(case.input)
             record: dict[str, Any] = {"id": f"{name}/{n:04d}", "type": name, "note": case.note}
             stored_input = dict(case.input)
-            if "model" in stored_input:
-                stored_input["model"] = _copy_model(stored_input["model"], root)
+            for key in MODEL_FIELDS:
+                if key in stored_input:
+                    stored_input[key] = _copy_model(stored_input[key], root)
             record["input"] = _store_arrays(stored_input, root, f"{name}/{n:04d}.input")
             record["expected"] = _store_arrays(expected, root, f"{name}/{n:04d}.expected")
             if case_type.margins is not None:
