@@ -85,3 +85,30 @@ def test_gpt2_cases_expect_what_transformers_returned(type_name, mode):
         sequences, rounds = golden[case.note.split(":")[1].split(" ")[0]]
         out = REGISTRY[type_name].run(case.input)
         assert np.array_equal(out["sequences"], sequences) and out["model_calls"] == rounds, case.note
+
+
+@pytest.fixture(scope="module")
+def speculative_suite(tmp_path_factory):
+    from refdecode.conformance.export import export
+
+    root = tmp_path_factory.mktemp("speculative_suite")
+    export(root, types=TYPES)
+    return root
+
+
+@pytest.mark.parametrize("plant, failing", [("lookup_last_match", {"prompt_lookup_candidates", "gpt2_prompt_lookup_greedy"}),
+                                            ("residual_from_p", {"speculative_sampling"})])
+def test_the_speculative_plants_are_caught_where_their_rule_is_used(speculative_suite, plant, failing):
+    """The most recent match instead of the first changes drafts, and on GPT-2 only the number of model calls (the
+    tokens are greedy's either way); drawing from p after a rejection changes the token of some sampling cases."""
+    import io
+    import sys
+
+    from refdecode.conformance.check import check
+
+    out = io.StringIO()
+    status = check(speculative_suite, f'"{sys.executable}" -m refdecode.cli conformance serve --plant {plant}', out=out)
+    failed = [line.split()[1] for line in out.getvalue().splitlines() if line.startswith("FAIL ")]
+    assert status == 1 and {f.split("/")[0] for f in failed} == failing
+    if plant == "lookup_last_match":
+        assert all("model_calls" in line for line in out.getvalue().splitlines() if line.startswith("FAIL gpt2"))

@@ -17,6 +17,10 @@ length_penalty_total       BeamHypotheses scores by the whole length (prompt inc
 is_done_heuristic          early_stopping="never" uses the cur_len heuristic of False, not the
                            max_length bound
 no_cache_reorder           the model state (KV cache / toy hash) is not reordered with the beams
+lookup_last_match          prompt lookup drafts from the most recent earlier occurrence of the
+                           n-gram, not the first
+residual_from_p            speculative sampling draws the token after a rejected draft from the
+                           model's p, not from the residual max(p - q, 0)
 =========================  ====================================================================
 """
 
@@ -83,6 +87,33 @@ def _is_done_heuristic(original: Callable) -> Callable:
     return is_done
 
 
+def _lookup_last_match(original: Callable) -> Callable:
+    def prompt_lookup(ids, num_output_tokens, max_matching_ngram_size):
+        S = ids.shape[0]
+        for n in range(min(max_matching_ngram_size, S - 1), 0, -1):
+            windows = np.lib.stride_tricks.sliding_window_view(ids, n)
+            starts = np.flatnonzero((windows == ids[S - n :]).all(axis=1)) + n
+            for start in starts[::-1]:                                           # BUG: the most recent first
+                if start < S:
+                    return ids[start : min(start + num_output_tokens, S)].astype(np.int64)
+        return np.zeros(1, dtype=np.int64)
+    return prompt_lookup
+
+
+def _residual_from_p(original: Callable) -> Callable:
+    def speculative_sampling(candidates, candidate_scores, new_scores, last_is_eos, max_matches, rng, draw, uniform):
+        c = candidates.shape[0]
+        q, p = rd.softmax(candidate_scores), rd.softmax(new_scores)
+        accepted = uniform(c, rng) <= p[np.arange(c), candidates] / q[np.arange(c), candidates]
+        n = int((np.cumsum(~accepted) < 1).sum())
+        if last_is_eos and n == c:
+            return candidates.copy(), c - 1
+        n = min(n, max_matches)
+        token = draw(p[n][None, :], 1, False, rng)[:, 0].astype(np.int64)      # BUG: p_n even after a rejection
+        return np.concatenate([candidates[:n], token]), n
+    return speculative_sampling
+
+
 _UNDO: list[tuple[object, str, object]] = []  # (owner, attribute, original) of every patch, for `planted`
 
 
@@ -129,6 +160,10 @@ PLANTS: dict[str, tuple[str, Callable[[], None]]] = {
     "no_cache_reorder": ("the KV cache / toy model state is not reordered with the beams",
                          lambda: [_patch_method(cls, "reorder", lambda _: lambda self, beam_idx: None)
                                   for cls in (rd.KVCache, ToyCache)]),
+    "lookup_last_match": ("prompt lookup drafts after the most recent earlier occurrence, not the first",
+                          lambda: _replace_everywhere(("prompt_lookup",), _lookup_last_match)),
+    "residual_from_p": ("speculative sampling draws from p after a rejection, not from max(p - q, 0)",
+                        lambda: _replace_everywhere(("speculative_sampling",), _residual_from_p)),
 }
 
 
