@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TableModel", "TokenCache", "StubConfig", "StubOutput"]
+__all__ = ["TableModel", "TokenCache", "StubConfig", "StubOutput", "CountingModel"]
 
 
 @dataclass
@@ -119,3 +119,25 @@ class TableModel:
         if logits_to_keep:
             logits = logits[:, -logits_to_keep:]
         return StubOutput(logits=logits.astype(np.float32), past_key_values=cache)
+
+
+class CountingModel:
+    """Any model, counting its forward passes in ``calls`` (every other attribute is the model's).
+
+    Assisted and prompt-lookup decoding are fast because they call the model once per round instead of once per
+    token; the golden tests, the conformance cases and the docs count those calls with this wrapper.
+
+    >>> model = CountingModel(TableModel(np.zeros((2, 2), dtype=np.float32)))
+    >>> _ = model(np.array([[0, 1]])); model.calls, model.config.vocab_size
+    (1, 2)
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.calls = model, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return self.model(*args, **kwargs)

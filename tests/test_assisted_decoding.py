@@ -28,7 +28,7 @@ from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
 from refdecode.model import GPT2
 from refdecode.greedy import greedy_search
-from refdecode.testing import TableModel
+from refdecode.testing import CountingModel, TableModel
 
 pytestmark = pytest.mark.filterwarnings("ignore:Unfeasible length constraints:UserWarning")
 
@@ -43,20 +43,6 @@ def golden() -> tuple[dict, dict]:
 @cache
 def load(path: str) -> GPT2:
     return GPT2.from_pretrained(ROOT / path)
-
-
-class Counting:
-    """The model, counting its forward calls (one per round of assisted decoding)."""
-
-    def __init__(self, model):
-        self.model, self.calls = model, 0
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        return self.model(*args, **kwargs)
 
 
 def replay(arrays: dict, cid: str, kind: str, n: int):
@@ -101,7 +87,7 @@ def check_scores(cid: str, scores: tuple, arrays: dict) -> None:
 def run_golden(cid: str) -> None:
     meta, arrays = golden()
     case = next(c for c in meta["cases"] if c["id"] == cid)
-    model = Counting(load(case["model"]))
+    model = CountingModel(load(case["model"]))
     extra = {}
     if case["assistant"] is not None:
         assistant = load(case["assistant"])

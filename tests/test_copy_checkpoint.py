@@ -12,6 +12,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from refdecode import GPT2, generate
+from refdecode.testing import CountingModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import make_copy_checkpoint  # noqa: E402
@@ -27,20 +28,6 @@ def copier(tmp_path_factory):
     return GPT2.from_pretrained(path)
 
 
-class Counting:
-    """The model, counting its forward passes."""
-
-    def __init__(self, model):
-        self.model, self.calls = model, 0
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-    def __call__(self, *args, **kwargs):
-        self.calls += 1
-        return self.model(*args, **kwargs)
-
-
 def test_weights_have_the_shapes_and_dtype_of_the_configured_gpt2():
     w = make_copy_checkpoint.build(**SHAPE)
     assert w["transformer.wte.weight"].shape == (1000, 256) and w["transformer.wpe.weight"].shape == (128, 256)
@@ -52,10 +39,10 @@ def test_weights_have_the_shapes_and_dtype_of_the_configured_gpt2():
 def test_it_copies_a_passage_and_prompt_lookup_verifies_many_tokens_per_call(copier, seed):
     passage = np.random.default_rng(seed).permutation(999)[:60]  # 60 distinct ids (999, the eos, left out)
     prompt = np.concatenate([passage, passage[:8]])[None].astype(np.int64)  # the passage, then its start again
-    greedy = Counting(copier)
+    greedy = CountingModel(copier)
     out = generate(greedy, prompt, max_new_tokens=40, min_new_tokens=40)
     assert out[0, prompt.shape[1]:].tolist() == passage[8:48].tolist()  # it continues the passage
-    lookup = Counting(copier)
+    lookup = CountingModel(copier)
     fast = generate(lookup, prompt, max_new_tokens=40, min_new_tokens=40, prompt_lookup_num_tokens=10)
     assert np.array_equal(fast, out)
     assert greedy.calls == 40 and lookup.calls <= 5  # 11 tokens per verified round: 40 tokens in 4 calls

@@ -33,6 +33,7 @@ import numpy as np
 import refdecode as rd
 from refdecode.assisted_decoding import count_matches, speculative_sampling
 from refdecode.candidate_generator import prompt_lookup
+from refdecode.testing import CountingModel
 
 from .cases_decode import (CONFIG, GOLDEN, GPT2_MODEL, MIN_MARGIN, UniformStream, compare_decode_case, decode,
                            full_config, model_for, quiet_generate, row_gap)
@@ -182,23 +183,9 @@ register(CaseType(
 # gpt2_assisted_greedy, gpt2_prompt_lookup_greedy
 
 
-class _Counting:
-    """The main model, counting its forward passes."""
-
-    def __init__(self, model: Any) -> None:
-        self.model, self.calls = model, 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls += 1
-        return self.model(*args, **kwargs)
-
-
 def _run_assisted(inp: dict) -> tuple[dict, list]:
     config = dict(inp["config"])
-    model = _Counting(model_for(inp["model"], config))
+    model = CountingModel(model_for(inp["model"], config))
     extra: dict[str, Any] = {}
     if "assistant" in inp:  # a fresh assistant: the schedule writes num_assistant_tokens into its config
         assistant = rd.GPT2.from_pretrained(str(inp["assistant"]["path"]))
