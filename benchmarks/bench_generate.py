@@ -228,11 +228,13 @@ def make_checkpoint(copy_checkpoint: Path) -> None:
 
 
 class Worker:
-    def __init__(self, lib: str, threads: int, forward: str, checkpoint: Path) -> None:
+    """A worker process (``script --worker LIB --threads N`` + ``extra``) answering one JSON line per command;
+    bench_scaling.py uses it too."""
+
+    def __init__(self, lib: str, threads: int, extra: tuple[str, ...] = (), script: str = __file__) -> None:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                    MKL_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", lib, "--threads", str(threads),
-                                      "--forward", forward, "--checkpoint", str(checkpoint)],
+        self.proc = subprocess.Popen([sys.executable, script, "--worker", lib, "--threads", str(threads), *extra],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
         self.hello = self._read()
 
@@ -261,7 +263,8 @@ def main(args: argparse.Namespace) -> None:
     # the copy modes run in workers of their own on their checkpoint; peak RSS is the random checkpoint's
     kinds = sorted({"copy" if m in COPY_MODES else "random" for m in modes})
     paths = dict(random=CHECKPOINT, copy=copy_checkpoint)
-    workers = {(kind, lib): Worker(lib, args.threads, args.forward, paths[kind]) for kind in kinds for lib in libs}
+    workers = {(kind, lib): Worker(lib, args.threads, ("--forward", args.forward, "--checkpoint", str(paths[kind])))
+               for kind in kinds for lib in libs}
 
     def ask(mode: str, lib: str) -> dict:
         return workers["copy" if mode in COPY_MODES else "random", lib].ask(mode)

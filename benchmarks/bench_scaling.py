@@ -32,12 +32,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_generate import Worker  # noqa: E402  (the same worker processes: one JSON line per command)
 CHECKPOINTS = {"124m": ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random",
                "355m": ROOT / "benchmarks" / "_checkpoints" / "gpt2-355m-random"}
 NEW = 16  # new tokens per batch / beams / 355M case
@@ -160,35 +161,10 @@ def make_checkpoints() -> None:
             print(f"created {path.relative_to(ROOT)}")
 
 
-class Worker:
-    def __init__(self, lib: str, threads: int) -> None:
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-                   MKL_NUM_THREADS=str(threads))
-        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", lib, "--threads", str(threads)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-        self.hello = self.read()
-
-    def read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker died: {self.proc.args}")
-        return json.loads(line)
-
-    def ask(self, cmd: str) -> dict:
-        self.proc.stdin.write(cmd + "\n")
-        self.proc.stdin.flush()
-        return self.read()
-
-    def close(self) -> None:
-        self.proc.stdin.write("quit\n")
-        self.proc.stdin.flush()
-        self.proc.wait()
-
-
 def main(args: argparse.Namespace) -> None:
     make_checkpoints()
     libs = ("refdecode", "transformers")
-    workers = {lib: Worker(lib, args.threads) for lib in libs}
+    workers = {lib: Worker(lib, args.threads, script=__file__) for lib in libs}
     todo = cases(set(args.only.split(",")))
     secs: dict[tuple[str, str], list[float]] = {(key(c), lib): [] for c in todo for lib in libs}
     same: dict[str, bool] = {}
