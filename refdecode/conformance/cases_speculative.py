@@ -208,11 +208,10 @@ def _build_assisted(mode: str) -> list[Case]:
                          "the refdecode repository has; export from a clone, or leave them out with --only")
     with np.load(GOLDEN / "decode_assisted.npz") as z:
         meta, arrays = json.loads(str(z["meta"])), {k: z[k] for k in z.files if k.endswith(("input_ids", "_mask"))}
-    cases = []
+    root, cases = GOLDEN.parent.parent, []  # the golden file names checkpoints relative to the repository
     for case in meta["cases"]:
         if case["mode"] != mode or case["calls"] != 1:
             continue
-        root = GOLDEN.parent.parent
         ids = arrays[f"{case['id']}/input_ids"].astype(np.int64)
         mask = arrays[f"{case['id']}/attention_mask"].astype(np.int64) if case["attention_mask"] else np.ones_like(ids)
         kwargs = {k: v for k, v in case["kwargs"].items() if k in dict(CONFIG.fields) and k != "eos_token_id"}
@@ -261,5 +260,3 @@ register(CaseType(
     outputs=_DECODE_OUTPUT, build=lambda: _build_assisted("lookup_greedy"), compare=compare_decode_case,
     run=lambda inp: decode(inp, _run_assisted)[0], margins=lambda inp, out: decode(inp, _run_assisted)[1],
     tie_rule="greedy: the lowest token id among equal maxima"))
-
-__all__: list[str] = []
