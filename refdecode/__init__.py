@@ -84,6 +84,7 @@ from .prompt_penalties import (
     EncoderNoRepeatNGramLogitsProcessor,
     EncoderRepetitionPenaltyLogitsProcessor,
     UnbatchedClassifierFreeGuidanceLogitsProcessor,
+    guidance_mix,
 )
 from .length_penalties import ExponentialDecayLengthPenalty
 from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
@@ -139,7 +140,7 @@ __all__ = [
     "SequenceBiasLogitsProcessor", "NoBadWordsLogitsProcessor", "PrefixConstrainedLogitsProcessor",
     "ForcedBOSTokenLogitsProcessor", "ForcedEOSTokenLogitsProcessor", "SuppressTokensLogitsProcessor",
     "SuppressTokensAtBeginLogitsProcessor", "ForceTokensLogitsProcessor", "EncoderRepetitionPenaltyLogitsProcessor",
-    "EncoderNoRepeatNGramLogitsProcessor", "UnbatchedClassifierFreeGuidanceLogitsProcessor",
+    "EncoderNoRepeatNGramLogitsProcessor", "UnbatchedClassifierFreeGuidanceLogitsProcessor", "guidance_mix",
     "ExponentialDecayLengthPenalty", "InfNanRemoveLogitsProcessor", "LogitNormalization",
     "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
     "group_beam_search", "AssistedCandidateGenerator", "PromptLookupCandidateGenerator", "assisted_decoding",

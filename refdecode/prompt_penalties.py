@@ -32,6 +32,7 @@ __all__ = [
     "encoder_repetition_penalty_process",
     "encoder_no_repeat_ngram_process",
     "prompt_ngrams",
+    "guidance_mix",
     "EncoderRepetitionPenaltyLogitsProcessor",
     "EncoderNoRepeatNGramLogitsProcessor",
     "UnbatchedClassifierFreeGuidanceLogitsProcessor",
@@ -165,6 +166,26 @@ class EncoderNoRepeatNGramLogitsProcessor(LogitsProcessor):
         return encoder_no_repeat_ngram_process(input_ids, scores, self.encoder_input_ids, self.ngram_size)
 
 
+def guidance_mix(scores: np.ndarray, unconditional_logits: np.ndarray, guidance_scale: float) -> np.ndarray:
+    r"""Classifier-free guidance's mix of the two branches; float32 (N, V) each -> float32 (N, V) log-space scores.
+
+    .. math:: s' = \gamma\,(\log\mathrm{softmax}(s) - u) + u,\qquad u = \log\mathrm{softmax}(\ell_u)
+
+    with :math:`\ell_u` the unconditional branch's last logits; :math:`\gamma = 1` gives
+    :math:`\log\mathrm{softmax}(s)` (transformers 4.38.2 returns before running the branch).
+
+    >>> s = np.log(np.array([[0.5, 0.5]], dtype=np.float32))
+    >>> u = np.log(np.array([[0.8, 0.2]], dtype=np.float32))
+    >>> np.exp(guidance_mix(s, u, 2.0)).round(4)          # 0.5^2 / 0.8 and 0.5^2 / 0.2: pushed away from u
+    array([[0.3125, 1.25  ]], dtype=float32)
+    """
+    scores = log_softmax(scores)
+    if guidance_scale == 1:
+        return scores
+    unconditional = log_softmax(unconditional_logits)
+    return float(guidance_scale) * (scores - unconditional) + unconditional  # a Python float keeps float32
+
+
 class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
     r"""Classifier-free guidance for a decoder-only model (Sanchez et al., arXiv:2306.17806).
 
@@ -228,8 +249,7 @@ class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
         return out.logits[:, -1, :]
 
     def __call__(self, input_ids, scores, **kwargs):
-        scores = log_softmax(check_scores(scores))
-        if self.guidance_scale == 1:
-            return scores
-        unconditional = log_softmax(self.unconditional_logits(input_ids))
-        return self.guidance_scale * (scores - unconditional) + unconditional
+        scores = check_scores(scores)
+        if self.guidance_scale == 1:  # off: no second forward pass
+            return log_softmax(scores)
+        return guidance_mix(scores, self.unconditional_logits(input_ids), self.guidance_scale)

@@ -78,3 +78,17 @@ def test_contrastive_ranking_tie_picks_the_first():
     inp = {"context": [[[1.0, 0.0]]], "candidates": [[[0.0, 1.0], [0.0, 1.0]]], "probs": [[0.5, 0.5]],
            "penalty_alpha": 0.6}
     assert ask("contrastive_ranking", inp)["selected"] == [0]
+
+
+def test_eos_token_looks_at_the_last_token_only():
+    out = ask("eos_token", {"input_ids": [[1, 2], [2, 5], [0, 7]], "eos_token_id": [2, 7]})
+    assert out == {"done": [True, False, True]}
+
+
+def test_classifier_free_guidance_pushes_away_from_the_unconditional_branch():
+    """p = (0.5, 0.5), unconditional (0.8, 0.2), g = 2: exp(out) = p^2 / u = (0.3125, 1.25); g = 1: log p."""
+    inp = {"scores": [[np.log(0.5), np.log(0.5)]], "unconditional_logits": [[np.log(0.8), np.log(0.2)]],
+           "guidance_scale": 2.0}
+    np.testing.assert_allclose(np.exp(ask("classifier_free_guidance", inp)["scores"]), [[0.3125, 1.25]], rtol=1e-5)
+    np.testing.assert_allclose(np.exp(ask("classifier_free_guidance", {**inp, "guidance_scale": 1.0})["scores"]),
+                               [[0.5, 0.5]], rtol=1e-6)

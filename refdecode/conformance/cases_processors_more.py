@@ -261,6 +261,28 @@ def _build_cleanup(nonfinite: bool) -> list[Case]:
     return cases
 
 
+def _build_guidance() -> list[Case]:
+    rng, cases = np.random.default_rng(171), []
+    for i in range(40):
+        batch, vocab = int(rng.integers(1, 4)), int(rng.integers(2, 12))
+        scale = float(rng.choice([1.0, 0.5, 1.5, 3.0, 7.5, -1.0]))
+        cases.append(Case(f"guidance_scale={scale}" + (", some -inf" if i % 4 == 0 else ""),
+                          {"scores": _rows(rng, i, batch, vocab),
+                           "unconditional_logits": random_scores(rng, batch, vocab), "guidance_scale": scale}))
+    return cases
+
+
+register(CaseType(
+    name="classifier_free_guidance", groups=GROUPS_P,
+    summary="UnbatchedClassifierFreeGuidanceLogitsProcessor's mix (guidance_scale): out = g * (log_softmax(scores) - "
+            "u) + u with u = log_softmax(unconditional_logits), the unconditional branch's last logits (the model "
+            "run on the negative prompt, or on each row's last prompt token, plus the tokens generated); g = 1: "
+            "log_softmax(scores). float32 throughout.",
+    inputs=obj(scores=F32(2), unconditional_logits=F32(2), guidance_scale=FLOAT), outputs=obj(scores=F32(2)),
+    build=_build_guidance,
+    run=lambda inp: {"scores": rd.guidance_mix(inp["scores"], inp["unconditional_logits"], inp["guidance_scale"])}))
+
+
 register(CaseType(
     name="inf_nan_remove", groups=GROUPS_P,
     summary="InfNanRemoveLogitsProcessor: NaN -> 0, +inf -> float32 max, -inf -> float32 min.",

@@ -1,6 +1,7 @@
 r"""Unit cases for stop strings: (token strings, token id rows, stop strings) -> one bool per row.
 
-Contract: registers ``stop_strings``: ``StopStringCriteria`` of transformers 4.41 (newer than the
+Contract: registers ``eos_token`` (``EosTokenCriteria``: a row is done when its last token is one of
+``eos_token_id``) and ``stop_strings``: ``StopStringCriteria`` of transformers 4.41 (newer than the
 pin; refdecode's class is golden-checked against 4.41.0 by tests/golden/stop_strings.npz). The
 vocabulary ships in the case as the text of each token (``token_strings[id]``, its own decode), so
 no tokenizer is needed. The rule: a row is done when some stop string ends **inside its last
@@ -15,7 +16,7 @@ import numpy as np
 
 import refdecode as rd
 
-from .kinds import BOOL, I64, STR, ListOf, obj
+from .kinds import BOOL, I64, INT, STR, ListOf, obj
 from .registry import Case, CaseType, register
 
 VOCAB = ["a", "b", "c", "\n", "\n\n", "ab", "b\nc", " the", ".", "!\n", "ca", "abc", " ", "the"]
@@ -48,3 +49,23 @@ register(CaseType(
     build=_build_stop_strings,
     run=lambda inp: {"done": [bool(d) for d in rd.StopStringCriteria(list(inp["token_strings"]), list(
         inp["stop_strings"]))(inp["input_ids"], None)]}))
+
+
+def _build_eos_token() -> list[Case]:
+    rng, cases = np.random.default_rng(162), []
+    for _ in range(20):
+        vocab = int(rng.integers(2, 8))
+        rows = rng.integers(0, vocab, (int(rng.integers(1, 6)), int(rng.integers(1, 5)))).astype(np.int64)
+        eos = [int(e) for e in rng.choice(vocab, int(rng.integers(1, 3)), replace=False)]
+        cases.append(Case(f"{rows.shape[0]} rows, eos {eos} (earlier eos tokens do not count)",
+                          {"input_ids": rows, "eos_token_id": eos}))
+    return cases
+
+
+register(CaseType(
+    name="eos_token", groups=("stopping",),
+    summary="EosTokenCriteria (transformers 4.40+; 4.38.2's loops do the same check themselves): a row is done when "
+            "its last token is one of eos_token_id.",
+    inputs=obj(input_ids=I64(2), eos_token_id=ListOf(INT)), outputs=obj(done=ListOf(BOOL)), build=_build_eos_token,
+    run=lambda inp: {"done": [bool(d) for d in rd.EosTokenCriteria(list(inp["eos_token_id"]))(inp["input_ids"],
+                                                                                              None)]}))
