@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TableModel", "TokenCache", "StubConfig", "StubOutput", "CountingModel"]
+__all__ = ["TableModel", "TokenCache", "StubConfig", "StubOutput", "CountingModel", "TOY_WORDS", "TOY_NEXT",
+           "toy_tree_model"]
 
 
 @dataclass
@@ -141,3 +142,26 @@ class CountingModel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
         return self.model(*args, **kwargs)
+
+
+#: The toy tree of the beam-search walkthrough (docs/references.md; docs/index.md, docs/beam-search.md):
+#: token id = index in TOY_WORDS, and each listed word's next-word probabilities.
+TOY_WORDS = ["The", "nice", "dog", "car", "woman", "house", "guy", "and", "runs", "has", "is", "drives", "turns"]
+TOY_NEXT = {"The": {"nice": .5, "dog": .4, "car": .1}, "nice": {"woman": .4, "house": .3, "guy": .3},
+            "dog": {"and": .05, "runs": .05, "has": .9}, "car": {"is": .3, "drives": .5, "turns": .2}}
+
+
+def toy_tree_model() -> TableModel:
+    """The toy tree as a TableModel: logits = log p after a listed word; every other word is followed by "The".
+
+    >>> model = toy_tree_model()
+    >>> TOY_WORDS[int(model(np.array([[0]])).logits[0, -1].argmax())]   # after "The": "nice" (0.5)
+    'nice'
+    """
+    table = np.full((len(TOY_WORDS), len(TOY_WORDS)), -np.inf, dtype=np.float32)
+    table[:, 0] = 0.0
+    for w, row in TOY_NEXT.items():
+        table[TOY_WORDS.index(w)] = -np.inf
+        for v, p in row.items():
+            table[TOY_WORDS.index(w), TOY_WORDS.index(v)] = np.log(p)
+    return TableModel(table)

@@ -17,24 +17,13 @@ from conftest import MODELS, ROOT
 
 from refdecode import generate
 from refdecode.explain import main, render
-from refdecode.testing import TableModel
+from refdecode.testing import TOY_WORDS as WORDS, TableModel, toy_tree_model
 from refdecode.trace import TraceRecorder
-
-WORDS = ["The", "nice", "dog", "car", "woman", "house", "guy", "and", "runs", "has", "is", "drives", "turns"]
-NEXT = {"The": {"nice": .5, "dog": .4, "car": .1}, "nice": {"woman": .4, "house": .3, "guy": .3},
-        "dog": {"and": .05, "runs": .05, "has": .9}, "car": {"is": .3, "drives": .5, "turns": .2}}
-
 
 def _toy_tree_trace() -> dict:
     """The run of docs/beam-search.md's end-to-end example, traced."""
-    table = np.full((13, 13), -np.inf, dtype=np.float32)
-    table[:, 0] = 0.0
-    for w, row in NEXT.items():
-        table[WORDS.index(w)] = -np.inf
-        for v, p in row.items():
-            table[WORDS.index(w), WORDS.index(v)] = np.log(p)
     recorder = TraceRecorder()
-    generate(TableModel(table), np.array([[0]]), max_length=3, num_beams=2, num_return_sequences=2,
+    generate(toy_tree_model(), np.array([[0]]), max_length=3, num_beams=2, num_return_sequences=2,
              length_penalty=0.0, trace=recorder)
     return recorder.to_dict()
 

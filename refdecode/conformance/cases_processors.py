@@ -19,7 +19,7 @@ import refdecode as rd
 from .kinds import F32, FLOAT, I64, INT, ListOf, obj
 from .registry import Case, CaseType, register
 
-__all__ = ["random_scores", "row_margin_top_k", "row_margin_top_p"]
+__all__ = ["random_ids", "random_scores", "row_margin_top_k", "row_margin_top_p"]
 
 NEG_INF = np.float32(-np.inf)
 
@@ -35,7 +35,8 @@ def random_scores(rng: np.random.Generator, batch: int, vocab: int, scale: float
     return s
 
 
-def _ids(rng: np.random.Generator, batch: int, length: int, vocab: int) -> np.ndarray:
+def random_ids(rng: np.random.Generator, batch: int, length: int, vocab: int) -> np.ndarray:
+    """int64 (B, T) token ids, uniform in [0, vocab)."""
     return rng.integers(0, vocab, (batch, length)).astype(np.int64)
 
 
@@ -236,11 +237,11 @@ def _build_repetition_penalty() -> list[Case]:
             scores = -np.abs(scores)  # all negative: the penalty multiplies
         scores[:, 0] = 0.0 if i % 7 == 0 else scores[:, 0]  # an exact zero is divided and stays 0
         cases.append(Case("seen tokens with " + ("negative" if i % 2 else "mixed-sign") + " scores",
-                          {"input_ids": _ids(rng, batch, int(rng.integers(1, 8)), vocab), "scores": scores,
+                          {"input_ids": random_ids(rng, batch, int(rng.integers(1, 8)), vocab), "scores": scores,
                            "penalty": float(rng.choice([0.5, 0.9, 1.2, 1.5, 2.0, 3.0]))}))
     for _ in range(10):  # a left-padded batch: the pad id (= eos) is "seen" too, in 4.38.2
         vocab, pad = 10, 9
-        ids = _ids(rng, 2, 5, vocab - 1)
+        ids = random_ids(rng, 2, 5, vocab - 1)
         ids[1, :2] = pad
         cases.append(Case("left-padded batch: the pad token counts as seen (4.38.2)",
                           {"input_ids": ids, "scores": random_scores(rng, 2, vocab), "penalty": 1.3}))
@@ -267,7 +268,7 @@ def _build_no_repeat_ngram() -> list[Case]:
         length = int(rng.integers(1, 12))
         note = "sequence shorter than the n-gram (start of the sequence)" if length < n else "repeated n-grams"
         batch = int(rng.integers(1, 4))
-        cases.append(Case(note, {"input_ids": _ids(rng, batch, length, vocab),
+        cases.append(Case(note, {"input_ids": random_ids(rng, batch, length, vocab),
                                  "scores": random_scores(rng, batch, vocab, neg_inf=0.2 * (i % 5 == 0)),
                                  "ngram_size": n}))
     for n in (2, 3, 4):  # exactly n - 1 tokens: the prefix exists but no n-gram yet; then n tokens
@@ -297,7 +298,7 @@ def _build_min_length() -> list[Case]:
         vocab, length = int(rng.integers(3, 10)), int(rng.integers(1, 8))
         eos = [int(e) for e in rng.choice(vocab, int(rng.integers(1, 3)), replace=False)]
         cases.append(Case("length below / at / above min_length",
-                          {"input_ids": _ids(rng, 2, length, vocab), "scores": random_scores(rng, 2, vocab),
+                          {"input_ids": random_ids(rng, 2, length, vocab), "scores": random_scores(rng, 2, vocab),
                            "min_length": length + int(rng.integers(-1, 3)), "eos_token_id": eos}))
     return cases
 
@@ -319,7 +320,7 @@ def _build_min_new_tokens() -> list[Case]:
         prompt = int(rng.integers(0, length + 1))
         eos = [int(e) for e in rng.choice(vocab, int(rng.integers(1, 3)), replace=False)]
         cases.append(Case("new tokens below / at / above min_new_tokens",
-                          {"input_ids": _ids(rng, 2, length, vocab), "scores": random_scores(rng, 2, vocab),
+                          {"input_ids": random_ids(rng, 2, length, vocab), "scores": random_scores(rng, 2, vocab),
                            "prompt_length_to_skip": prompt,
                            "min_new_tokens": max(0, length - prompt + int(rng.integers(-1, 3))), "eos_token_id": eos}))
     return cases

@@ -19,15 +19,11 @@ import numpy as np
 
 import refdecode as rd
 
-from .cases_processors import random_scores
+from .cases_processors import random_ids, random_scores
 from .kinds import F32, FLOAT, I64, INT, ListOf, obj
 from .registry import Case, CaseType, register
 
 GROUPS_W, GROUPS_P = ("warpers", "processors_and_warpers"), ("processors", "processors_and_warpers")
-
-
-def _ids(rng, batch, length, vocab):
-    return rng.integers(0, vocab, (batch, length)).astype(np.int64)
 
 
 def _kinds(i: int) -> dict:
@@ -93,7 +89,7 @@ def _build_bad_words() -> list[Case]:
         words += [[1, 2]] if all(w == [eos[0]] for w in words) else []
         batch = int(rng.integers(1, 4))
         cases.append(Case("single and multi-token words" + (", [eos] dropped" if i % 3 == 0 else ""),
-                          {"input_ids": _ids(rng, batch, int(rng.integers(1, 6)), alphabet),
+                          {"input_ids": random_ids(rng, batch, int(rng.integers(1, 6)), alphabet),
                            "scores": random_scores(rng, batch, vocab), "bad_words_ids": words, "eos_token_id": eos}))
     return cases
 
@@ -120,7 +116,7 @@ def _build_sequence_bias() -> list[Case]:
                 biases.append({"ids": list(ids), "bias": float(rng.choice([-3.5, -1.0, 0.5, 2.25, -np.inf]))})
         batch = int(rng.integers(1, 4))
         cases.append(Case("biases on one- and multi-token sequences",
-                          {"input_ids": _ids(rng, batch, int(rng.integers(1, 6)), alphabet),
+                          {"input_ids": random_ids(rng, batch, int(rng.integers(1, 6)), alphabet),
                            "scores": random_scores(rng, batch, vocab), "sequence_bias": biases}))
     return cases
 
@@ -143,7 +139,7 @@ def _build_prefix_constrained() -> list[Case]:
         batch = beams * int(rng.integers(1, 3))
         allowed = [sorted(int(t) for t in rng.choice(vocab, int(rng.integers(1, 5)), replace=False))
                    for _ in range(batch)]
-        cases.append(Case("allowed ids per row", {"input_ids": _ids(rng, batch, 3, vocab),
+        cases.append(Case("allowed ids per row", {"input_ids": random_ids(rng, batch, 3, vocab),
                                                   "scores": random_scores(rng, batch, vocab), "num_beams": beams,
                                                   "allowed": allowed}))
     return cases
@@ -167,7 +163,7 @@ def _build_forced(name: str) -> list[Case]:
     rng, cases = np.random.default_rng(144 if name == "bos" else 145), []
     for _ in range(30):
         vocab, length = int(rng.integers(2, 12)), int(rng.integers(1, 5))
-        inp = {"input_ids": _ids(rng, int(rng.integers(1, 4)), length, vocab)}
+        inp = {"input_ids": random_ids(rng, int(rng.integers(1, 4)), length, vocab)}
         inp["scores"] = random_scores(rng, inp["input_ids"].shape[0], vocab, neg_inf=0.2)
         if name == "bos":
             inp["bos_token_id"] = int(rng.integers(0, vocab))
@@ -200,7 +196,7 @@ def _build_suppress(at_begin: bool) -> list[Case]:
     rng, cases = np.random.default_rng(146 + at_begin), []
     for _ in range(20):
         vocab, length = 10, int(rng.integers(2, 6))
-        inp = {"input_ids": _ids(rng, 2, length, vocab), "scores": random_scores(rng, 2, vocab),
+        inp = {"input_ids": random_ids(rng, 2, length, vocab), "scores": random_scores(rng, 2, vocab),
                "suppress_tokens": [int(t) for t in rng.choice(vocab, int(rng.integers(0, 5)), replace=False)]}
         if at_begin:
             inp["begin_index"] = length + int(rng.integers(-1, 2))
@@ -232,7 +228,7 @@ def _build_exponential_decay() -> list[Case]:
     for _ in range(30):
         prompt, length = int(rng.integers(1, 4)), int(rng.integers(1, 9))
         cases.append(Case("before, at and after the start", {
-            "input_ids": _ids(rng, 2, length, 10), "scores": random_scores(rng, 2, 10),
+            "input_ids": random_ids(rng, 2, length, 10), "scores": random_scores(rng, 2, 10),
             "start_index": int(rng.integers(0, 4)), "decay_factor": float(rng.choice([0.8, 1.01, 1.5, 3.0])),
             "eos_token_id": [int(e) for e in rng.choice(10, int(rng.integers(1, 3)), replace=False)],
             "input_ids_seq_length": prompt}))
@@ -299,8 +295,8 @@ def _build_encoder(kind: str) -> list[Case]:
     rng, cases = np.random.default_rng(151 + (kind == "ngram")), []
     for _ in range(30):
         prompts, per_prompt = int(rng.integers(1, 3)), int(rng.integers(1, 4))
-        inp = {"input_ids": _ids(rng, prompts * per_prompt, int(rng.integers(1, 7)), 4),
-               "scores": random_scores(rng, prompts * per_prompt, 10), "encoder_input_ids": _ids(rng, prompts, 5, 4)}
+        inp = {"input_ids": random_ids(rng, prompts * per_prompt, int(rng.integers(1, 7)), 4),
+               "scores": random_scores(rng, prompts * per_prompt, 10), "encoder_input_ids": random_ids(rng, prompts, 5, 4)}
         if kind == "ngram":
             inp["ngram_size"] = int(rng.integers(1, 4))
         else:
@@ -335,7 +331,7 @@ def _build_force_tokens() -> list[Case]:
         pairs = [[index, int(rng.integers(0, vocab))] for index in sorted(indices)]
         at = "a pair at T (forced)" if length in indices else "no pair at T (unchanged)"
         cases.append(Case(f"{at}, {len(pairs)} pair(s)", {
-            "input_ids": _ids(rng, batch, length, vocab), "scores": _rows(rng, i, batch, vocab),
+            "input_ids": random_ids(rng, batch, length, vocab), "scores": _rows(rng, i, batch, vocab),
             "forced_decoder_ids": pairs}))
     return cases
 

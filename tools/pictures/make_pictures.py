@@ -58,7 +58,7 @@ from refdecode import (  # noqa: E402
     top_p_warp,
 )
 from refdecode.beam_scorer import BeamHypotheses  # noqa: E402
-from refdecode.testing import TableModel  # noqa: E402
+from refdecode.testing import TOY_WORDS, TableModel, toy_tree_model  # noqa: E402
 
 MODEL_DIR = ROOT / "models" / "tiny-shakespeare"
 DEAD = -1e8  # candidates of beams that start at -1e9 (not live yet) are not drawn
@@ -149,22 +149,6 @@ def show(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # The runs (data only; drawing is below)
 
-TOY_WORDS = ["The", "nice", "dog", "car", "woman", "house", "guy", "and", "runs", "has", "is", "drives", "turns"]
-TOY_NEXT = {"The": {"nice": .5, "dog": .4, "car": .1}, "nice": {"woman": .4, "house": .3, "guy": .3},
-            "dog": {"and": .05, "runs": .05, "has": .9}, "car": {"is": .3, "drives": .5, "turns": .2}}
-
-
-def toy_model() -> TableModel:
-    """The toy tree of the 4.26 walkthrough (docs/references.md), as on docs/index.md: logits = log p."""
-    table = np.full((13, 13), -np.inf, dtype=np.float32)
-    table[:, 0] = 0.0
-    for w, row in TOY_NEXT.items():
-        table[TOY_WORDS.index(w)] = -np.inf
-        for v, p in row.items():
-            table[TOY_WORDS.index(w), TOY_WORDS.index(v)] = np.log(p)
-    return TableModel(table)
-
-
 def shakespeare():
     return Tokenizer(str(MODEL_DIR)), GPT2.from_pretrained(str(MODEL_DIR))
 
@@ -183,7 +167,7 @@ def finished_pool(scorer: RecordingScorer, prompt_len: int, alpha: float, text) 
 
 def run_toy_beams(sample_seed: int | None = None) -> dict:
     """Beam search (or beam sample with ``sample_seed``) on the toy tree, K = 2, α = 0, and greedy."""
-    model, prompt = toy_model(), np.array([[0]])
+    model, prompt = toy_tree_model(), np.array([[0]])
     words = lambda ids: " ".join(TOY_WORDS[i] for i in ids)  # noqa: E731
     scorer = RecordingScorer(batch_size=1, num_beams=2, length_penalty=0.0, num_beam_hyps_to_keep=2, max_length=3)
     ids = np.repeat(prompt, 2, axis=0)
@@ -232,7 +216,7 @@ def run_shakespeare_beams(tok, model) -> dict:
 
 def run_group_beams() -> dict:
     """Group beam search on the toy tree: 4 groups of 1 beam, λ = 2 (docs/group-beam-search.md)."""
-    model, prompt, K, G, lam = toy_model(), np.array([[0]]), 4, 4, 2.0
+    model, prompt, K, G, lam = toy_tree_model(), np.array([[0]]), 4, 4, 2.0
     scorer = RecordingScorer(batch_size=1, num_beams=K, length_penalty=0.0, num_beam_hyps_to_keep=K,
                              num_beam_groups=G, max_length=3)
     procs = Recorder(HammingDiversityLogitsProcessor(lam, K, G))
