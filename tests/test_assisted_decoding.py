@@ -130,23 +130,9 @@ def test_golden_meta_and_counts():
         assert any(c["new_tokens"] > c["rounds"] for c in cases if c["mode"] == mode and c["calls"] == 1), mode
 
 
-@pytest.mark.parametrize("cid", case_ids("assisted_greedy"))
-def test_golden_assisted_greedy(cid):
-    run_golden(cid)
-
-
-@pytest.mark.parametrize("cid", case_ids("lookup_greedy"))
-def test_golden_prompt_lookup_greedy(cid):
-    run_golden(cid)
-
-
-@pytest.mark.parametrize("cid", case_ids("assisted_sample"))
-def test_golden_assisted_sampling(cid):
-    run_golden(cid)
-
-
-@pytest.mark.parametrize("cid", case_ids("lookup_sample"))
-def test_golden_prompt_lookup_sampling(cid):
+@pytest.mark.parametrize("cid", case_ids("assisted_greedy", "lookup_greedy", "assisted_sample", "lookup_sample"))
+def test_golden(cid):
+    """Assisted and prompt-lookup decoding, greedy and sampling: every golden case of transformers 4.38.2."""
     run_golden(cid)
 
 

@@ -256,29 +256,28 @@ def test_missing_fields_wrong_shapes_and_wrong_ids_fail():
     assert "shape [1, 3], expected [1, 2]" in compare(REGISTRY["top_k"], case, {"scores": [[2.0, 1.0, 0.0]]})[1]
 
 
-def test_decode_divergence_reports_step_and_verdict(decode_suite):
+def _greedy_with_a_wrong_first_token(decode_suite) -> tuple[dict, dict, np.ndarray]:
+    """The first greedy case, its decoded expected output, and its sequences with the first new token changed."""
     _, cases = load_suite(decode_suite, only="greedy")
     case = cases[0]
-    case_type = REGISTRY["greedy"]
-    expected = case_type.outputs.decode(case["expected"])
+    expected = REGISTRY["greedy"].outputs.decode(case["expected"])
     wrong = expected["sequences"].copy()
     prompt = np.asarray(case["input"]["input_ids"]).shape[1]
     wrong[0, prompt] = (wrong[0, prompt] + 1) % np.asarray(case["input"]["model"]["bigram"]).shape[0]
-    verdict, message = compare(case_type, dict(case, expected=expected), {"sequences": to_json(wrong)})
+    return case, expected, wrong
+
+
+def test_decode_divergence_reports_step_and_verdict(decode_suite):
+    case, expected, wrong = _greedy_with_a_wrong_first_token(decode_suite)
+    verdict, message = compare(REGISTRY["greedy"], dict(case, expected=expected), {"sequences": to_json(wrong)})
     assert verdict == "fail" and "departs at step 0" in message and "not a near-tie" in message
 
 
 def test_a_decode_departing_at_a_tiny_margin_is_a_near_tie(decode_suite):
     """The same wrong token as above, but refdecode's margin at that step is 5e-5 (<= 1e-4): float drift."""
-    _, cases = load_suite(decode_suite, only="greedy")
-    case = cases[0]
-    case_type = REGISTRY["greedy"]
-    expected = case_type.outputs.decode(case["expected"])
-    wrong = expected["sequences"].copy()
-    prompt = np.asarray(case["input"]["input_ids"]).shape[1]
-    wrong[0, prompt] = (wrong[0, prompt] + 1) % np.asarray(case["input"]["model"]["bigram"]).shape[0]
+    case, expected, wrong = _greedy_with_a_wrong_first_token(decode_suite)
     margins = [[5e-5] + row[1:] for row in case["margins"][:1]] + case["margins"][1:]
-    verdict, message = compare(case_type, dict(case, expected=expected, margins=margins),
+    verdict, message = compare(REGISTRY["greedy"], dict(case, expected=expected, margins=margins),
                                {"sequences": to_json(wrong)})
     assert verdict == "near-tie" and "5.00e-05" in message
 

@@ -13,19 +13,13 @@ import math
 
 import numpy as np
 import pytest
+from test_conformance_more_types import ask  # one request through serve's answer
 
 import refdecode.conformance  # noqa: F401  (registers the case types)
 from refdecode.conformance.registry import REGISTRY
-from refdecode.conformance.serve import answer
 
 TYPES = ["prompt_lookup_candidates", "speculative_greedy_acceptance", "speculative_sampling", "gpt2_assisted_greedy",
          "gpt2_prompt_lookup_greedy"]
-
-
-def ask(type_name: str, inp: dict) -> dict:
-    response = json.loads(answer(json.dumps({"id": "t/0", "type": type_name, "input": inp})))
-    assert "error" not in response, response
-    return response["output"]
 
 
 def test_the_types_are_registered_in_the_speculative_group():
