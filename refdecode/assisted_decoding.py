@@ -174,7 +174,7 @@ def assisted_decoding(model: Any, input_ids: np.ndarray, candidate_generator: An
         new_scores = np.stack([logits_warper(candidate_ids[:, : cur_len + i],
                                              logits_processor(candidate_ids[:, : cur_len + i], logits[:, i]))
                                for i in range(c + 1)], axis=1)  # (1, c + 1, V)
-        check_no_nan(new_scores, cur_len)
+        check_no_nan(new_scores, cur_len, model, logits)
         # 3) accept the agreeing prefix of n candidates, plus one token of the model's
         max_matches = max_len - cur_len - 1
         if do_sample and candidate_scores is not None:

@@ -96,7 +96,8 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
         # 2) processors (then warpers, beam sample) on the log-probabilities of the step (B*K, V)
         processed = logits_processor(input_ids, trace.stage("log_softmax", log_softmax(logits)), recorder=trace)
         processed = logits_warper(input_ids, processed, recorder=trace)
-        scores, raw_logits = collect(scores, check_no_nan(processed, input_ids.shape[1])), collect(raw_logits, logits)
+        check_no_nan(processed, input_ids.shape[1], model, logits)
+        scores, raw_logits = collect(scores, processed), collect(raw_logits, logits)
         # 3) selection among the K*V continuations of each prompt: the top n_candidates, or 2K drawn; (B, C) each
         total = processed.reshape(batch, beams, -1) + beam_scores[:, :, None]  # (B*K, V) -> (B, K, V)
         candidates = (top_candidates(total, n_candidates) if sampler is None

@@ -138,7 +138,7 @@ def draft(assistant: Any, input_ids: np.ndarray, attention_mask: np.ndarray | No
         next_scores = logits_processor(ids, logits[:, -1])  # (1, V)
         if logits_warper is not None:
             next_scores = logits_warper(ids, next_scores)
-        check_no_nan(next_scores, ids.shape[1])
+        check_no_nan(next_scores, ids.shape[1], assistant, logits[:, -1])
         if logits_warper is None:
             token = np.argmax(next_scores, axis=-1).astype(np.int64)  # (1,)
         else:

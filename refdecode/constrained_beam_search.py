@@ -64,7 +64,7 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while True:
         # 2) processors on the log-probabilities, plus the running scores: every token's total (B*K, V)
-        processed = check_no_nan(logits_processor(input_ids, log_softmax(logits)), input_ids.shape[1])
+        processed = check_no_nan(logits_processor(input_ids, log_softmax(logits)), input_ids.shape[1], model, logits)
         all_vocab = processed + beam_scores.reshape(-1, 1)                      # (B*K, V)
         scores, raw_logits = collect(scores, all_vocab), collect(raw_logits, logits)  # 4.38.2 records the totals
         # 3) selection: top candidates, then the scorer adds forced ones and keeps K by banks

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode_loop import (append_and_stop, check_logits, check_no_nan, check_pad_token, collect, end_stream,
+from .decode_loop import (append_and_stop, check_no_nan, check_pad_token, collect, end_stream,
                           loop_defaults, model_capacity, step_records)
 from .generation_output import GenerateDecoderOnlyOutput
 from .numerics import softmax
@@ -94,12 +94,12 @@ def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalt
     step = model(input_ids, attention_mask=attention_mask, past_key_values=cache, output_hidden_states=True,
                  output_attentions=output_attentions)
     context = step.hidden_states[-1]                                          # (N, T, E)
-    logits = check_logits(model, step.logits[:, -1, :], "prompt")             # (N, V)
+    logits = step.logits[:, -1, :]                                            # (N, V)
     cache = cache.expand(k)                                                   # (N*k rows): one per candidate
     mask = None if attention_mask is None else np.repeat(attention_mask, k, axis=0)  # (N*k, T)
     while unfinished.any():
         # 2) processors on the logits; the candidates are the k most probable tokens
-        next_scores = check_no_nan(logits_processor(input_ids, logits), input_ids.shape[1])
+        next_scores = check_no_nan(logits_processor(input_ids, logits), input_ids.shape[1], model, logits)
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         hidden, attentions = collect(hidden, step.hidden_states), collect(attentions, step.attentions)
         probs = softmax(next_scores)                                          # (N, V)
@@ -113,7 +113,7 @@ def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalt
         selected = rank_candidates(context, candidates, np.take_along_axis(probs, top_ids, axis=-1), penalty_alpha)
         chosen = np.arange(rows) * k + selected                               # (N,) rows of the candidate batch
         context = np.concatenate([context, candidates[np.arange(rows), selected][:, None]], axis=1)  # (N, T+1, E)
-        logits = check_logits(model, step.logits[chosen, -1, :], "a decoding step")
+        logits = step.logits[chosen, -1, :]                                   # (N, V)
         step = _chosen(step, chosen)
         cache.reorder(np.repeat(chosen, k))                                   # every copy continues the chosen one
         # 5) bookkeeping and stopping, as greedy search

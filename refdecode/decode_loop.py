@@ -45,7 +45,7 @@ from .stopping_criteria import (
 from .trace import NO_TRACE, Recorder
 from .validation import check_integer
 
-__all__ = ["prefill", "decode_step", "check_logits", "repeat_run_length", "model_capacity", "loop_defaults",
+__all__ = ["prefill", "decode_step", "repeat_run_length", "model_capacity", "loop_defaults",
            "check_pad_token",
            "check_no_nan", "make_rng", "collect", "step_records", "append_tokens", "append_and_stop", "stream", "end_stream",
            "decoder_output", "check_beam_rows", "top_candidates", "extend_beam_history", "advance_beams",
@@ -55,22 +55,6 @@ __all__ = ["prefill", "decode_step", "check_logits", "repeat_run_length", "model
 # ----------------------------------------------------------------------------------------------------
 # The model side: the prompt once, then one token per step through the cache
 # ----------------------------------------------------------------------------------------------------
-
-
-def check_logits(model: Any, logits: np.ndarray, where: str) -> np.ndarray:
-    """Refuse NaN logits from the model, naming the model's fault (not the processors', which run later).
-
-    NaN logits come from the weights (a NaN/inf in the checkpoint propagates through every layer) or from
-    the model code; when the model has a ``params`` dict (:class:`refdecode.model.GPT2`), the message
-    names the tensors that hold non-finite values. Cost: one ``isnan`` pass over (N, V) per step.
-    """
-    if np.isnan(logits).any():
-        rows = np.flatnonzero(np.isnan(logits).any(axis=-1))
-        bad = _nonfinite_params(getattr(model, "params", None))
-        cause = (f"the checkpoint holds non-finite weights: {', '.join(bad[:5])}" if bad else
-                 "check the checkpoint's weights and the model (the processors have not run yet)")
-        raise ValueError(f"the model's logits contain NaN ({where}, rows {rows[:10].tolist()}): {cause}")
-    return logits
 
 
 def _nonfinite_params(params: Any, prefix: str = "") -> list[str]:
@@ -116,7 +100,7 @@ def prefill(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None
     mask = None if attention_mask is None else attention_mask[::r]  # (N/r, T)
     cache = model.new_cache(ids.shape[0], capacity)
     out = model(ids, attention_mask=mask, past_key_values=cache, logits_to_keep=1)
-    logits = np.repeat(check_logits(model, out.logits[:, -1, :], "prompt"), r, axis=0)  # (N/r, V) -> (N, V)
+    logits = np.repeat(out.logits[:, -1, :], r, axis=0)  # (N/r, V) -> (N, V)
     cache = out.past_key_values if r == 1 else out.past_key_values.expand(r)
     return logits, cache
 
@@ -128,7 +112,7 @@ def decode_step(model: Any, next_tokens: np.ndarray, attention_mask: np.ndarray 
         ones = np.ones((attention_mask.shape[0], 1), dtype=attention_mask.dtype)
         attention_mask = np.concatenate([attention_mask, ones], axis=1)  # (N, S) -> (N, S+1)
     out = model(next_tokens[:, None], attention_mask=attention_mask, past_key_values=cache, logits_to_keep=1)
-    return check_logits(model, out.logits[:, -1, :], "a decoding step"), attention_mask
+    return out.logits[:, -1, :], attention_mask
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -169,11 +153,23 @@ def check_pad_token(eos: list[int] | None, pad_token_id: int | None) -> None:
         raise ValueError("If `eos_token_id` is defined, make sure that `pad_token_id` is defined.")
 
 
-def check_no_nan(scores: np.ndarray, step: int) -> np.ndarray:
-    """``scores``, unless they hold NaN: argmax/top-k/sampling would pick an arbitrary token (torch keeps going)."""
+def check_no_nan(scores: np.ndarray, step: int, model: Any = None, logits: np.ndarray | None = None) -> np.ndarray:
+    """``scores``, unless they hold NaN: argmax/top-k/sampling would pick an arbitrary token (torch keeps going).
+
+    One ``isnan`` pass over the processed scores (N, V) per step. Only when it finds NaN does it look at the
+    step's raw ``logits``: NaN there is the model's fault, not the processors' (a NaN/inf in the checkpoint
+    propagates through every layer), and the message names the tensors of ``model.params`` that hold
+    non-finite values. NaN logits that a processor cleans (``remove_invalid_values=True``) pass, as in
+    transformers.
+    """
     if np.isnan(scores).any():
-        raise ValueError(f"`scores` contain NaN at generation step {step} (rows "
-                         f"{np.flatnonzero(np.isnan(scores).any(axis=-1)).tolist()}): check the processors/warpers")
+        rows = np.flatnonzero(np.isnan(scores).any(axis=-1))[:10].tolist()
+        if logits is not None and np.isnan(logits).any():
+            bad = _nonfinite_params(getattr(model, "params", None))
+            cause = (f"the checkpoint holds non-finite weights: {', '.join(bad[:5])}" if bad else
+                     "check the checkpoint's weights and the model")
+            raise ValueError(f"the model's logits contain NaN (generation step {step}, rows {rows}): {cause}")
+        raise ValueError(f"`scores` contain NaN at generation step {step} (rows {rows}): check the processors/warpers")
     return scores
 
 

@@ -61,7 +61,7 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
         trace.step(input_ids)
         # 2) processors on the raw logits (N, V)
         next_scores = check_no_nan(logits_processor(input_ids, trace.stage("logits", logits), recorder=trace),
-                                   input_ids.shape[1])
+                                   input_ids.shape[1], model, logits)
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: argmax, lowest id on ties
         next_tokens = np.argmax(next_scores, axis=-1).astype(np.int64)  # (N,)

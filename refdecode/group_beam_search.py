@@ -81,7 +81,7 @@ def group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_score
     # 2) processors on the group's log-probs, told which tokens earlier groups chose this step
     processed = logits_processor(group_ids, trace.stage("log_softmax", log_softmax(logits[rows])),
                                  current_tokens=current_tokens, beam_group_idx=group, recorder=trace)
-    check_no_nan(processed, input_ids.shape[1])
+    check_no_nan(processed, input_ids.shape[1], logits=logits[rows])
     # 3) selection: top candidates among the group's g*V continuations of each prompt, (B, C) each
     columns = slice(group * size, (group + 1) * size)
     cand_scores, cand_beams, cand_tokens = top_candidates(

@@ -62,7 +62,8 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
         trace.step(input_ids)
         # 2) processors, then warpers, on the raw logits (N, V)
         processed = logits_processor(input_ids, trace.stage("logits", logits), recorder=trace)
-        next_scores = check_no_nan(logits_warper(input_ids, processed, recorder=trace), input_ids.shape[1])
+        next_scores = check_no_nan(logits_warper(input_ids, processed, recorder=trace), input_ids.shape[1], model,
+                                   logits)
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: one draw per row from softmax of the warped scores
         next_tokens = checked_draw(draw, softmax(next_scores), 1, False, rng)[:, 0]  # (N, 1) -> (N,)

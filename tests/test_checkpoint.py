@@ -241,15 +241,27 @@ def test_more_layers_than_the_file_holds_names_the_first_missing_tensor(tmp_path
         GPT2.from_pretrained(copy_model(SAVE_PRETRAINED, tmp_path / "m", config=config))
 
 
-def test_nan_weights_are_reported_as_the_checkpoint_fault(tmp_path):
-    """NaN weights were reported as "scores contain NaN ... check the processors/warpers"."""
-    from refdecode.generate import generate
+def _nan_weight_model(tmp_path) -> GPT2:
     tensors = load_file(str(SAVE_PRETRAINED / "model.safetensors"))
     tensors["transformer.h.1.mlp.c_fc.weight"][0, 3] = np.nan
-    model = GPT2.from_pretrained(copy_model(SAVE_PRETRAINED, tmp_path / "m", tensors))
-    with pytest.raises(ValueError, match=r"the model's logits contain NaN \(prompt, rows \[0\]\): the checkpoint "
-                                         r"holds non-finite weights: h.1.mlp.c_fc.weight \(1 non-finite"):
-        generate(model, np.array([[1, 2]]), max_new_tokens=2)
+    return GPT2.from_pretrained(copy_model(SAVE_PRETRAINED, tmp_path / "m", tensors))
+
+
+@pytest.mark.parametrize("mode, rows", [({}, "0"), ({"do_sample": True, "seed": 0}, "0"), ({"num_beams": 2}, "0, 1")])
+def test_nan_weights_are_reported_as_the_checkpoint_fault(tmp_path, mode, rows):
+    """NaN weights were reported as "scores contain NaN ... check the processors/warpers"."""
+    from refdecode.generate import generate
+    with pytest.raises(ValueError, match=rf"the model's logits contain NaN \(generation step 2, rows \[{rows}\]\): the "
+                                         r"checkpoint holds non-finite weights: h.1.mlp.c_fc.weight \(1 non-finite"):
+        generate(_nan_weight_model(tmp_path), np.array([[1, 2]]), max_new_tokens=2, **mode)
+
+
+def test_nan_logits_that_remove_invalid_values_cleans_do_not_stop_generation(tmp_path):
+    """transformers' InfNanRemoveLogitsProcessor exists for NaN logits: NaN -> 0, and decoding goes on (here every
+    score is 0, so greedy picks token 0)."""
+    from refdecode.generate import generate
+    out = generate(_nan_weight_model(tmp_path), np.array([[1, 2]]), max_new_tokens=2, remove_invalid_values=True)
+    assert out.tolist() == [[1, 2, 0, 0]]
 
 
 # ---- fuzz: random safetensors headers end in a header or a ValueError naming the file (issue 14)
