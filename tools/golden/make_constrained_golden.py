@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from make_decode_golden import TIE_GAP, digest, left_pad  # the shared helpers (run from tools/golden/)
+from make_decode_golden import TIE_GAP, digest, left_pad, smallest_gap  # the shared helpers (run from tools/golden/)
 from transformers import DisjunctiveConstraint, GPT2LMHeadModel, PhrasalConstraint
 
 torch.set_num_threads(1)
@@ -51,9 +51,7 @@ class TieRecorder:
 
     def topk(self, x, k, *args, **kwargs):
         v = self._topk(x, min(k + 1, x.shape[-1]), dim=-1).values.double().numpy()
-        d = v[..., :-1] - v[..., 1:]
-        d = np.where(np.isneginf(v[..., :-1]) & np.isneginf(v[..., 1:]), 0.0, d)
-        self.min_gap = min(self.min_gap, float(np.nanmin(d)))
+        self.min_gap = min(self.min_gap, smallest_gap(v))
         return self._topk(x, k, *args, **kwargs)
 
     def sort(self, x, *args, **kwargs):

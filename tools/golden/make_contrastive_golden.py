@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import transformers
 import transformers.generation.utils as gen_utils
-from make_decode_golden import TIE_GAP, digest, left_pad  # the shared helpers (run from tools/golden/)
+from make_decode_golden import TIE_GAP, digest, left_pad, smallest_gap  # the shared helpers (run from tools/golden/)
 from transformers import GPT2LMHeadModel
 
 torch.set_num_threads(1)
@@ -48,12 +48,7 @@ class Recorder:
         self._topk, self._multinomial, self._ranking = torch.topk, torch.multinomial, gen_utils._ranking_fast
 
     def _gap(self, values: np.ndarray) -> None:
-        if values.shape[-1] < 2:
-            return
-        d = values[..., :-1] - values[..., 1:]
-        d = np.where(np.isneginf(values[..., :-1]) & np.isneginf(values[..., 1:]), 0.0, d)
-        d = np.where((values[..., :-1] == 0) & (values[..., 1:] == 0), np.inf, d)   # zero-probability tails
-        self.min_gap = min(self.min_gap, float(np.nanmin(d)))
+        self.min_gap = min(self.min_gap, smallest_gap(values, ignore_zero_pairs=True))  # zero-probability tails
 
     def topk(self, x, k, *args, **kwargs):
         self._gap(self._topk(x, min(k + 1, x.shape[-1]), dim=-1).values.double().numpy())

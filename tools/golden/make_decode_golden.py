@@ -95,6 +95,19 @@ def make_model(name: str, spec: dict) -> tuple[GPT2LMHeadModel, int, int]:
 # ---- recording hooks (ties, multinomial draws)
 
 
+def smallest_gap(values: np.ndarray, ignore_zero_pairs: bool = False) -> float:
+    """Smallest gap between neighbours along the last axis of descending rows (float64): how close a decision came to
+    a tie. Two -inf are a tie (gap 0), NaN gaps are skipped; with ``ignore_zero_pairs`` two zero probabilities (a
+    zero-probability tail) are not. Rows of one value: inf."""
+    if values.shape[-1] < 2:
+        return np.inf
+    d = values[..., :-1] - values[..., 1:]
+    d = np.where(np.isneginf(values[..., :-1]) & np.isneginf(values[..., 1:]), 0.0, d)
+    if ignore_zero_pairs:
+        d = np.where((values[..., :-1] == 0) & (values[..., 1:] == 0), np.inf, d)
+    return float(np.nanmin(d))
+
+
 class Recorder:
     """Wraps torch.topk / torch.argmax / torch.multinomial while generate runs."""
 
@@ -104,12 +117,7 @@ class Recorder:
         self._topk, self._argmax, self._multinomial = torch.topk, torch.argmax, torch.multinomial
 
     def _gap(self, values: torch.Tensor) -> None:
-        v = values.double().numpy()
-        if v.shape[-1] < 2:
-            return
-        d = v[..., :-1] - v[..., 1:]
-        d = np.where(np.isneginf(v[..., :-1]) & np.isneginf(v[..., 1:]), 0.0, d)
-        self.min_gap = min(self.min_gap, float(np.nanmin(d)))
+        self.min_gap = min(self.min_gap, smallest_gap(values.double().numpy()))
 
     def topk(self, x, k, *args, **kwargs):
         self._gap(self._topk(x, min(k + 1, x.shape[-1]), dim=-1).values)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from make_processors_more_golden import random_scores  # float32 (B, V) rows of each kind (run from tools/golden/)
 from transformers import (
     HammingDiversityLogitsProcessor,
     LogitsProcessorList,
@@ -62,24 +63,6 @@ rng = np.random.default_rng(20260321)
 
 # ----------------------------------------------------------------------------------------------
 # Inputs
-
-
-def random_scores(batch: int, vocab: int, kind: str) -> np.ndarray:
-    """float32 (B, V): 'normal' (scale 3, so no exp underflow), 'ties' (integers -2..2), 'neginf'
-    (normal with ~30% -inf, at least one finite per row), 'allneginf' (one row entirely -inf),
-    'logprobs' (log_softmax of normal, what beam modes feed the processors)."""
-    s = (rng.normal(size=(batch, vocab)) * 3).astype(np.float32)
-    if kind == "ties":
-        s = rng.integers(-2, 3, size=(batch, vocab)).astype(np.float32)
-    elif kind in ("neginf", "allneginf"):
-        mask = rng.random((batch, vocab)) < 0.3
-        mask[np.arange(batch), rng.integers(0, vocab, batch)] = False
-        s[mask] = -np.inf
-        if kind == "allneginf":
-            s[rng.integers(0, batch)] = -np.inf
-    elif kind == "logprobs":
-        s = torch.log_softmax(torch.from_numpy(s), dim=-1).numpy()
-    return s
 
 
 def random_ids(batch: int, length: int, vocab: int, alphabet: int | None = None) -> np.ndarray:
@@ -157,7 +140,8 @@ def add(spec: list, make_inputs, call_kwargs: dict | None = None, name: str = ""
 
 
 def inputs_fn(batch, vocab, kind, length=5, alphabet=None):
-    return lambda: {"input_ids": random_ids(batch, length, vocab, alphabet), "scores": random_scores(batch, vocab, kind)}
+    return lambda: {"input_ids": random_ids(batch, length, vocab, alphabet),
+                    "scores": random_scores(rng, batch, vocab, kind)}
 
 
 KINDS = ["normal", "ties", "neginf", "logprobs"]
@@ -243,7 +227,7 @@ for num_beams, groups in [(2, 2), (4, 2), (6, 3), (6, 2), (6, 6), (5, 2), (5, 3)
             def make(batch=batch, group_size=group_size, num_beams=num_beams):
                 return {
                     "input_ids": random_ids(batch * group_size, 4, 12),
-                    "scores": random_scores(batch * group_size, 12, "logprobs"),
+                    "scores": random_scores(rng, batch * group_size, 12, "logprobs"),
                     "current_tokens": rng.integers(0, 4, size=batch * num_beams).astype(np.int64),
                 }
 
