@@ -92,3 +92,10 @@ def test_classifier_free_guidance_pushes_away_from_the_unconditional_branch():
     np.testing.assert_allclose(np.exp(ask("classifier_free_guidance", inp)["scores"]), [[0.3125, 1.25]], rtol=1e-5)
     np.testing.assert_allclose(np.exp(ask("classifier_free_guidance", {**inp, "guidance_scale": 1.0})["scores"]),
                                [[0.5, 0.5]], rtol=1e-6)
+
+
+def test_repetition_penalty_prompt_ignore_skips_the_first_positions_of_each_row():
+    """Row 0 ignores 1 position: token 0 is not seen, token 1 is (2 -> 1); row 1 ignores nothing: both seen."""
+    inp = {"input_ids": [[0, 1], [0, 1]], "scores": [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]], "penalty": 2.0,
+           "prompt_ignore_length": [1, 0]}
+    assert ask("repetition_penalty_prompt_ignore", inp) == {"scores": [[2.0, 1.0, 2.0], [1.0, 1.0, 2.0]]}

@@ -257,6 +257,28 @@ register(CaseType(
     run=lambda inp: {"scores": rd.RepetitionPenaltyLogitsProcessor(inp["penalty"])(inp["input_ids"], inp["scores"])}))
 
 
+def _build_repetition_penalty_ignore() -> list[Case]:
+    rng, cases = np.random.default_rng(109), []
+    for _ in range(30):
+        batch, length, vocab = int(rng.integers(1, 4)), int(rng.integers(1, 8)), int(rng.integers(3, 9))
+        ignore = rng.integers(0, length + 1, batch).astype(np.int64)  # e.g. each row's left-padding width
+        cases.append(Case("the first prompt_ignore_length[b] positions of row b are not looked at",
+                          {"input_ids": random_ids(rng, batch, length, vocab), "scores": random_scores(rng, batch, vocab),
+                           "penalty": float(rng.choice([0.5, 1.3, 2.0])), "prompt_ignore_length": ignore}))
+    return cases
+
+
+register(CaseType(
+    name="repetition_penalty_prompt_ignore", groups=("processors", "processors_and_warpers"),
+    summary="RepetitionPenaltyLogitsProcessor of transformers 5.x (refdecode's semantics=\"5\"): as repetition_penalty, "
+            "but only the positions from prompt_ignore_length[b] on of row b count as seen (generate passes each "
+            "row's left-padding width, so padding is no longer penalised).",
+    inputs=obj(input_ids=I64(2), scores=F32(2), penalty=FLOAT, prompt_ignore_length=I64(1)), outputs=obj(scores=F32(2)),
+    build=_build_repetition_penalty_ignore,
+    run=lambda inp: {"scores": rd.RepetitionPenaltyLogitsProcessor(inp["penalty"], prompt_ignore_length=inp[
+        "prompt_ignore_length"])(inp["input_ids"], inp["scores"])}))
+
+
 # ----------------------------------------------------------------------------------------------
 # no-repeat n-gram
 
