@@ -33,7 +33,6 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import warnings
@@ -42,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from make_decode_golden import GOLDEN, N_TOP, ROOT, TIE_GAP, common_kwargs
+from make_decode_golden import GOLDEN, N_TOP, ROOT, TIE_GAP, common_kwargs, save_golden
 from transformers import GPT2Config, GPT2LMHeadModel
 
 torch.set_num_threads(1)
@@ -262,10 +261,7 @@ def build(path: Path, pairs: dict, plan: list[tuple[str, str, int]], seed: int) 
                               **{k: v for k, v in spec.items() if k != "prompt"}))
             made += 1
         print(f"{mode} on {pair}: {made} cases ({tries - made} redrawn)")
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_assisted_golden.py", regenerate=REGENERATE, cases=cases)
-    arrays["meta"] = np.array(json.dumps(meta))
-    np.savez_compressed(path, **arrays)
+    save_golden(path, arrays, FORMAT_VERSION, "tools/golden/make_assisted_golden.py", REGENERATE, cases=cases)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB), {len(cases)} cases")
 
 

@@ -24,13 +24,11 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
-from make_decode_golden import TIE_GAP, digest, left_pad, smallest_gap  # the shared helpers (run from tools/golden/)
+from make_decode_golden import TIE_GAP, digest, left_pad, save_golden, smallest_gap  # run from tools/golden/
 from transformers import DisjunctiveConstraint, GPT2LMHeadModel, PhrasalConstraint
 
 torch.set_num_threads(1)
@@ -171,11 +169,8 @@ def main() -> None:
         digest(out.scores, f"{cid}/", arrays, False)
         cases.append(dict(id=cid, model=name, kwargs=kw, constraints=described, min_gap=rec.min_gap))
     print(f"{len(cases)} cases ({tries - len(cases)} redrawn or skipped)")
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_constrained_golden.py", regenerate=REGENERATE, cases=cases)
-    arrays["meta"] = np.array(json.dumps(meta))
     path = GOLDEN / "decode_constrained.npz"
-    np.savez_compressed(path, **arrays)
+    save_golden(path, arrays, FORMAT_VERSION, "tools/golden/make_constrained_golden.py", REGENERATE, cases=cases)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
 
 

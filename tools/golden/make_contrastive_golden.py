@@ -21,14 +21,12 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
 import transformers.generation.utils as gen_utils
-from make_decode_golden import TIE_GAP, digest, left_pad, smallest_gap  # the shared helpers (run from tools/golden/)
+from make_decode_golden import TIE_GAP, digest, left_pad, save_golden, smallest_gap  # run from tools/golden/
 from transformers import GPT2LMHeadModel
 
 torch.set_num_threads(1)
@@ -148,11 +146,8 @@ def main() -> None:
             case["attention_steps"] = store_steps("attentions", out.attentions, f"{cid}/", arrays)
         cases.append(case)
     print(f"{len(cases)} cases ({tries - len(cases)} redrawn for near-ties)")
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_contrastive_golden.py", regenerate=REGENERATE, cases=cases)
-    arrays["meta"] = np.array(json.dumps(meta))
     path = GOLDEN / "decode_contrastive.npz"
-    np.savez_compressed(path, **arrays)
+    save_golden(path, arrays, FORMAT_VERSION, "tools/golden/make_contrastive_golden.py", REGENERATE, cases=cases)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
 
 

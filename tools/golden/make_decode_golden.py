@@ -95,6 +95,15 @@ def make_model(name: str, spec: dict) -> tuple[GPT2LMHeadModel, int, int]:
 # ---- recording hooks (ties, multinomial draws)
 
 
+def save_golden(path: Path, arrays: dict, format_version: int, script: str, regenerate: str, **fields) -> None:
+    """``arrays`` and, stored last, "meta": JSON of the format version, the transformers and torch versions, the
+    script, how to regenerate the file, then ``fields`` (cases, ...)."""
+    meta = dict(format_version=format_version, transformers=transformers.__version__, torch=torch.__version__,
+                script=script, regenerate=regenerate, **fields)
+    arrays["meta"] = np.array(json.dumps(meta))
+    np.savez_compressed(path, **arrays)
+
+
 def smallest_gap(values: np.ndarray, ignore_zero_pairs: bool = False) -> float:
     """Smallest gap between neighbours along the last axis of descending rows (float64): how close a decision came to
     a tie. Two -inf are a tie (gap 0), NaN gaps are skipped; with ``ignore_zero_pairs`` two zero probabilities (a
@@ -268,12 +277,9 @@ def build(path: Path, modes: dict[str, int], models: dict, seed: int, n_full: in
                               torch_seed=torch_seed, min_gap=gap, n_draws=len(out.get("draws", []))))
             made += 1
         print(f"{path.name}: {mode}: {made} cases ({tries - made} redrawn for near-ties)")
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_decode_golden.py", regenerate=REGENERATE,
+    save_golden(path, arrays, FORMAT_VERSION, "tools/golden/make_decode_golden.py", REGENERATE,
                 eos={name: models[name][1] for name in names}, second_eos={name: models[name][2] for name in names},
                 cases=cases)
-    arrays["meta"] = np.array(json.dumps(meta))
-    np.savez_compressed(path, **arrays)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
 
 
@@ -363,12 +369,9 @@ def seed_programs(path: Path) -> None:
     logits_processor = LogitsProcessorList([HammingDiversityLogitsProcessor(5.5, num_beams=6, num_beam_groups=3)])
     arrays["group_beam_search"] = model.group_beam_search(input_ids, beam_scorer, logits_processor=logits_processor,
                                                           max_length=20).numpy()
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_decode_golden.py", regenerate=REGENERATE,
+    save_golden(path, arrays, FORMAT_VERSION, "tools/golden/make_decode_golden.py", REGENERATE,
                 text={k: tokenizer.batch_decode(v, skip_special_tokens=True) for k, v in arrays.items()
                       if "/" not in k})
-    arrays["meta"] = np.array(json.dumps(meta))
-    np.savez_compressed(path, **arrays)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
 
 

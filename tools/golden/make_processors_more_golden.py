@@ -47,7 +47,7 @@ import transformers
 from transformers import GPT2LMHeadModel, LogitsProcessorList
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_decode_golden import TIE_GAP, Recorder, digest, left_pad  # noqa: E402
+from make_decode_golden import TIE_GAP, Recorder, digest, left_pad, save_golden  # noqa: E402
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -542,10 +542,7 @@ def decode_cases(path: Path, features: list[str], modes_of, per_mode, seed: int,
                                   min_gap=gap, n_draws=len(draws)))
                 made += 1
             print(f"  {feature}/{mode}: {made} cases ({tries - made} redrawn)")
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script=script, regenerate=regenerate, cases=cases)
-    arrays["meta"] = np.array(json.dumps(meta))
-    np.savez_compressed(path, **arrays)
+    save_golden(path, arrays, FORMAT_VERSION, script, regenerate, cases=cases)
     print(f"wrote {path.relative_to(ROOT)}: {len(cases)} cases ({path.stat().st_size / 1e3:.0f} kB)")
 
 

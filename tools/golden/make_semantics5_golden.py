@@ -23,13 +23,11 @@ Run from the repository root, in a venv with ``torch==2.13.0`` and ``transformer
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
-from make_decode_golden import TIE_GAP, left_pad  # the shared helpers (run from tools/golden/)
+from make_decode_golden import TIE_GAP, left_pad, save_golden  # run from tools/golden/
 from transformers import GPT2LMHeadModel
 
 torch.set_num_threads(1)
@@ -125,11 +123,8 @@ def main() -> None:
             cases.append(dict(id=cid, mode=mode, model=name, kwargs=kw, min_gap=gap))
             made += 1
         print(f"{mode}: {made} cases ({tries - made} redrawn for near-ties)", flush=True)
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_semantics5_golden.py", regenerate=REGENERATE, cases=cases)
-    arrays["meta"] = np.array(json.dumps(meta))
     path = GOLDEN / "decode_semantics5.npz"
-    np.savez_compressed(path, **arrays)
+    save_golden(path, arrays, FORMAT_VERSION, "tools/golden/make_semantics5_golden.py", REGENERATE, cases=cases)
     print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
 
 
