@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from make_decode_golden import GOLDEN, N_TOP, ROOT, TIE_GAP, common_kwargs, save_golden
+from make_decode_golden import GOLDEN, ROOT, TIE_GAP, common_kwargs, digest, save_golden
 from transformers import GPT2Config, GPT2LMHeadModel
 
 torch.set_num_threads(1)
@@ -130,18 +130,6 @@ class Recorder:
 
 
 # ---- cases
-
-
-def digest(scores: tuple, prefix: str, arrays: dict, full: bool) -> None:
-    """make_decode_golden.digest with int32 ids and counts (V = 50257 overflows its int16)."""
-    s = torch.stack(scores).numpy()                                             # (S, 1, V)
-    order = np.argsort(-s, axis=-1, kind="stable")[..., :N_TOP]
-    arrays[prefix + "top_values"] = np.take_along_axis(s, order, axis=-1).astype(np.float32)
-    arrays[prefix + "top_ids"] = order.astype(np.int32)
-    arrays[prefix + "n_neginf"] = np.isneginf(s).sum(axis=-1).astype(np.int32)
-    arrays[prefix + "finite_sum"] = np.where(np.isfinite(s), s, 0.0).astype(np.float64).sum(axis=-1)
-    if full:
-        arrays[prefix + "scores"] = s.astype(np.float32)
 
 
 @torch.no_grad()
@@ -251,7 +239,7 @@ def build(path: Path, pairs: dict, plan: list[tuple[str, str, int]], seed: int) 
             cid = f"c{len(cases):03d}"
             for key, value in out.items():
                 if key == "_scores":
-                    digest(value, f"{cid}/", arrays, full=model.config.vocab_size <= 128)
+                    digest(value, f"{cid}/", arrays, full=model.config.vocab_size <= 128, int_dtype=np.int32)
                 else:
                     arrays[f"{cid}/{key}"] = value
             n_new = out["sequences"].shape[1] - out["input_ids"].shape[1]

@@ -216,13 +216,14 @@ def draw_case(mode: str, rng: np.random.Generator, vocab: int, eos: int, second:
     return prompts, kw, use_mask
 
 
-def digest(scores: tuple, prefix: str, arrays: dict, full: bool) -> None:
-    """Per step (S) and row (N): top-8 values/ids, -inf count, finite sum; optionally the full scores."""
+def digest(scores: tuple, prefix: str, arrays: dict, full: bool, int_dtype: type = np.int16) -> None:
+    """Per step (S) and row (N): top-8 values/ids, -inf count, finite sum; optionally the full scores. Ids and counts
+    as ``int_dtype`` (int16 for the tiny vocabularies; int32 where V = 50257 would overflow it)."""
     s = torch.stack(scores).numpy()                                             # (S, N, V)
     order = np.argsort(-s, axis=-1, kind="stable")[..., :N_TOP]
     arrays[prefix + "top_values"] = np.take_along_axis(s, order, axis=-1).astype(np.float32)
-    arrays[prefix + "top_ids"] = order.astype(np.int16)
-    arrays[prefix + "n_neginf"] = np.isneginf(s).sum(axis=-1).astype(np.int16)
+    arrays[prefix + "top_ids"] = order.astype(int_dtype)
+    arrays[prefix + "n_neginf"] = np.isneginf(s).sum(axis=-1).astype(int_dtype)
     arrays[prefix + "finite_sum"] = np.where(np.isfinite(s), s, 0.0).astype(np.float64).sum(axis=-1)
     if full:
         arrays[prefix + "scores"] = s.astype(np.float32)
