@@ -1,7 +1,7 @@
 """Beam-K decoding steps per second over greedy steps per second, GPT-2 124M, same run: few-row products in one
 OpenBLAS call against cache-sized blocks on two threads (issue 16). Not a test.
 
-``one_call`` is the fast forward pass as it is (:func:`refdecode.fast.forward.linear`: 2..16 rows as one
+``one_call`` is the fast forward pass as it is (:func:`refdecode.model.fast.forward.linear`: 2..16 rows as one
 ``(W^T @ x^T)^T`` OpenBLAS call; the LM head as ``x @ wte.T``); ``blocked`` replaces both by the alternative
 tried in issue 16 and measured slower on a quiet machine (:func:`few_rows_product` below: W^T in blocks of
 output columns small enough that OpenBLAS runs each GEMM in the calling thread with its packed copy in cache,
@@ -60,7 +60,7 @@ def few_rows_product(x: np.ndarray, wt: np.ndarray) -> np.ndarray:
 def use_blocked() -> None:
     """Route 2..16-row products and the few-row LM head of the fast pass through :func:`few_rows_product`."""
     global _POOL
-    import refdecode.fast.forward as fast
+    import refdecode.model.fast.forward as fast
 
     _POOL = ThreadPoolExecutor(1)
     linear, head = fast.linear, fast.lm_head

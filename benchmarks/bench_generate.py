@@ -17,7 +17,7 @@ What it does:
    once so both libraries load it from the page cache.
 2) Starts one worker process per library (``bench_generate.py --worker refdecode|transformers``), so each
    library's peak RSS is its own. refdecode loads ``GPT2.from_pretrained(path, forward="fast")`` (the fast
-   forward pass, ``refdecode/fast/``; ``--forward plain`` measures the readable default instead). Each worker loads the model (load time), then answers commands on stdin
+   forward pass, ``refdecode/model/fast/``; ``--forward plain`` measures the readable default instead). Each worker loads the model (load time), then answers commands on stdin
    with one JSON line each. Threads: ``OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=2`` and ``torch.set_num_threads(2)``.
 3) Modes, batch 1, prompt 32 random token ids, exactly 64 new tokens (``min_new_tokens = max_new_tokens = 64``):
    greedy; sampling (top_k=50, top_p=0.9, temperature=0.8); beam search with 4 beams; and prefill: a 512-token

@@ -40,7 +40,7 @@ from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the oracle venv does not have refdecode installed
 
-from refdecode.model import GPT2  # noqa: E402
+from refdecode.model.modeling import GPT2  # noqa: E402
 
 CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
 

@@ -48,7 +48,7 @@ modes = {"greedy": {}, "sampling": dict(do_sample=True, top_k=50, top_p=0.9, tem
 def run(mode, trace):
     recorder = None
     if trace:
-        from refdecode.trace import TraceRecorder
+        from refdecode.reference.trace import TraceRecorder
         recorder = TraceRecorder()
     kwargs = dict(trace=recorder) if trace else {}
     start = time.process_time()

@@ -9,7 +9,7 @@ bits when
 1. the OpenBLAS thread count changes (each configuration runs in its own process, since OpenBLAS reads
    ``OPENBLAS_NUM_THREADS`` once at start-up);
 2. the weight is stored row-major (``load_params(mmap=True)``, a view of the file) or column-major
-   (``mmap=False``, see refdecode/checkpoint.py);
+   (``mmap=False``, see refdecode/model/checkpoint.py);
 3. the weight's first byte sits at a different offset modulo 64 (``arr.ctypes.data % 64``: a memory-mapped
    tensor starts wherever the file puts it, a NumPy allocation at 16 or 64).
 
@@ -70,7 +70,7 @@ def with_offset(a: np.ndarray, offset: int, order: str) -> np.ndarray:
 def product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """refdecode.gpt2_fast.linear's choice: (W^T x^T)^T for a column-major W, else x @ W."""
     try:
-        from refdecode.fast.forward import linear
+        from refdecode.model.fast.forward import linear
     except ImportError:  # before the package layout of issue 12
         from refdecode.gpt2_fast import linear
     return linear(x, w, np.zeros(w.shape[1], dtype=np.float32))

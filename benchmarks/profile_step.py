@@ -6,13 +6,13 @@ repository root::
     OPENBLAS_NUM_THREADS=2 .venv-bench/bin/python benchmarks/profile_step.py [--cache-len 96] [--reps 20]
 
 It replays one decoding step of GPT-2-124M with a timer around each stage, calling the same functions
-``refdecode.fast.forward.gpt2_fast`` (what ``GPT2(..., forward="fast")`` runs) calls (``layer_norm_``, ``linear``,
+``refdecode.model.fast.forward.gpt2_fast`` (what ``GPT2(..., forward="fast")`` runs) calls (``layer_norm_``, ``linear``,
 ``attention_scores``, ``softmax_``, ``gelu_new_``, the LM head ``x @ wte.T``, ``KVCache.append``), and then the search-side stages the decode loops call
 (``log_softmax``, the processors and warpers ``generate`` builds, the candidate selection, the draw,
 ``BeamSearchScorer.process``, ``KVCache.reorder``). The cache holds ``--cache-len`` tokens (96 = the end of
 a 32 + 64 run). It prints milliseconds per step for each stage, then one step with and without a KV
 cache at a long sequence (the reason the cache exists), batched vs row-by-row beams, and the plain forward
-pass (``refdecode.gpt2``, the default) against the fast one (``refdecode.fast``), on the same weights.
+pass (``refdecode.model.gpt2``, the default) against the fast one (``refdecode.model.fast``), on the same weights.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 import numpy as np  # noqa: E402
 
 from refdecode import GPT2, BeamSearchScorer  # noqa: E402
-from refdecode.decode_loop import top_candidates  # noqa: E402
+from refdecode.decoding.loop import top_candidates  # noqa: E402
 from refdecode.generate import logits_processors, logits_warpers  # noqa: E402
 from refdecode.generation_config import GenerationConfig  # noqa: E402
-from refdecode.gpt2 import attention_scores  # noqa: E402
-from refdecode.fast.forward import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402
+from refdecode.model.gpt2 import attention_scores  # noqa: E402
+from refdecode.model.fast.forward import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402
 from refdecode.numerics import log_softmax, softmax  # noqa: E402
-from refdecode.sampling_draw import multinomial  # noqa: E402
+from refdecode.decoding.randomness import multinomial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "benchmarks" / "_checkpoints" / "gpt2-124m-random"
@@ -60,7 +60,7 @@ class Timer:
 
 
 def model_step(model: GPT2, tokens: np.ndarray, cache, t: Timer) -> np.ndarray:
-    """One token per row through the model, as refdecode.fast.forward.gpt2_fast does it (forward="fast"),
+    """One token per row through the model, as refdecode.model.fast.forward.gpt2_fast does it (forward="fast"),
     with a timer per stage."""
     p, c = model.params, model.config
     B, eps = tokens.shape[0], c.layer_norm_epsilon
@@ -167,7 +167,7 @@ def batched_vs_row_by_row(model: GPT2, cache_len: int, rows: int = 4, reps: int 
 
 
 def plain_vs_fast(model: GPT2, seq_len: int = 512, rows: int = 4, reps: int = 5) -> dict[str, tuple[float, float]]:
-    """ms of the plain forward (``forward="plain"``, refdecode.gpt2.gpt2) and the fast one (refdecode.fast) on the
+    """ms of the plain forward (``forward="plain"``, refdecode.model.gpt2.gpt2) and the fast one (refdecode.model.fast) on the
     same weights, alternating: a ``seq_len``-token prefill (logits_to_keep=1), a 1-row and a ``rows``-row
     decoding step."""
     rng = np.random.default_rng(3)
@@ -216,7 +216,7 @@ def main() -> None:
     a, b = batched_vs_row_by_row(model, args.cache_len)
     print(f"\n4 beams, one step: batched as one (4, E) pass {a:.1f} ms, row by row (4 passes) {b:.1f} ms "
           f"-> {b / a:.2f}x")
-    print("\n| forward pass | plain (refdecode.gpt2) ms | fast (refdecode.fast) ms | speed-up |")
+    print("\n| forward pass | plain (refdecode.model.gpt2) ms | fast (refdecode.model.fast) ms | speed-up |")
     print("|---|---:|---:|---:|")
     for name, (plain, fast) in plain_vs_fast(model).items():
         label = {"prefill": "prefill, 512-token prompt", "step1": "decoding step, 1 row"}.get(name, "decoding step, 4 rows")

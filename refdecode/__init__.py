@@ -40,16 +40,16 @@ article, the pipeline post, the neural-speed article, the sampling note): docs/r
 __version__ = "0.1.0"
 
 # 1  prompt -> tokens
-from .tokenizer import BatchEncoding, Tokenizer
+from .text.tokenizer import BatchEncoding, Tokenizer
 
 # 2  tokens -> logits
-from .config import GPT2Config
-from .kv_cache import KVCache
-from .model import GPT2
+from .model.config import GPT2Config
+from .model.kv_cache import KVCache
+from .model.modeling import GPT2
 
 # 3  logits -> processed scores
 from .numerics import log_softmax, softmax
-from .logits_process import (
+from .processors.logits_process import (
     HammingDiversityLogitsProcessor,
     LogitsProcessor,
     LogitsProcessorList,
@@ -58,7 +58,7 @@ from .logits_process import (
     NoRepeatNGramLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
 )
-from .logits_warp import (
+from .processors.logits_warp import (
     LogitsWarper,
     TemperatureLogitsWarper,
     TopKLogitsWarper,
@@ -69,8 +69,8 @@ from .logits_warp import (
     top_k_warp,
     top_p_warp,
 )
-from .entropy_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
-from .token_constraints import (
+from .processors.truncation_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
+from .processors.bad_words_and_forcing import (
     ForcedBOSTokenLogitsProcessor,
     ForcedEOSTokenLogitsProcessor,
     NoBadWordsLogitsProcessor,
@@ -80,32 +80,32 @@ from .token_constraints import (
     ForceTokensLogitsProcessor,
     SuppressTokensLogitsProcessor,
 )
-from .prompt_penalties import (
+from .processors.prompt_penalties import (
     EncoderNoRepeatNGramLogitsProcessor,
     EncoderRepetitionPenaltyLogitsProcessor,
     UnbatchedClassifierFreeGuidanceLogitsProcessor,
     guidance_mix,
 )
-from .length_penalties import ExponentialDecayLengthPenalty
-from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
+from .processors.exponential_decay import ExponentialDecayLengthPenalty
+from .processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
 
 # 4  scores -> next token(s)
-from .sampling_draw import multinomial
-from .greedy import greedy_search
-from .sampling import sample
-from .seed import set_seed
-from .beam_scorer import BeamHypotheses, BeamSearchScorer
-from .beam_search import beam_sample, beam_search
-from .group_beam_search import group_beam_search
-from .candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
-from .assisted_decoding import assisted_decoding
-from .constraints import Constraint, ConstraintListState, DisjunctiveConstraint, PhrasalConstraint
-from .constrained_beam_scorer import ConstrainedBeamSearchScorer
-from .constrained_beam_search import constrained_beam_search
-from .contrastive_search import contrastive_search
+from .decoding.randomness import multinomial
+from .decoding.greedy import greedy_search
+from .decoding.sampling import sample
+from .decoding.seed import set_seed
+from .decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
+from .decoding.beam.beam_search import beam_sample, beam_search
+from .decoding.beam.group_beam_search import group_beam_search
+from .decoding.candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
+from .decoding.assisted_decoding import assisted_decoding
+from .decoding.beam.constraints import Constraint, ConstraintListState, DisjunctiveConstraint, PhrasalConstraint
+from .decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer
+from .decoding.beam.constrained_beam_search import constrained_beam_search
+from .decoding.contrastive_search import contrastive_search
 
 # 5  stopping
-from .stopping_criteria import (
+from .decoding.stopping_criteria import (
     EosTokenCriteria,
     StopStringCriteria,
     MaxLengthCriteria,
@@ -125,10 +125,10 @@ from .generation_output import (
     compute_transition_scores,
 )
 from .generate import generate
-from .streamers import BaseStreamer, TextIteratorStreamer, TextStreamer
+from .text.streamers import BaseStreamer, TextIteratorStreamer, TextStreamer
 
-# tracing a decode (docs/traces.md): diff and explain read the traces (refdecode.diff, refdecode.explain)
-from .trace import TraceRecorder
+# tracing a decode (docs/traces.md): diff and explain read the traces (refdecode.reference.diff, refdecode.reference.explain)
+from .reference.trace import TraceRecorder
 
 __all__ = [
     "Tokenizer", "GPT2Config", "KVCache", "GPT2", "softmax", "log_softmax",

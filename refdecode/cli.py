@@ -13,7 +13,7 @@ Contract: prompt text in, generated text on stdout; every generation option is a
     refdecode diff trace.json other.json                 # where another engine departs from refdecode
 
 Greedy search and sampling (one sequence) print each word as it is generated (a
-:class:`~refdecode.streamers.TextStreamer`); beam methods show a progress bar on stderr (tqdm,
+:class:`~refdecode.text.streamers.TextStreamer`); beam methods show a progress bar on stderr (tqdm,
 when stderr is a terminal, or with ``--progress``) and print the result at the end.
 
 How it ends (the status is what scripts see):
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
-from .streamers import TextStreamer
+from .text.streamers import TextStreamer
 
 PROG = "refdecode"
 #: Default ``--max-new-tokens`` when the model's generation_config.json sets none (the library's own
@@ -141,9 +141,9 @@ def _parser() -> argparse.ArgumentParser:
 # exit status. The module is imported only when its subcommand runs, so cli.py imports none of them.
 # (A prompt that equals a subcommand's name can still be generated from: ``refdecode -- NAME``.)
 SUBCOMMANDS: dict[str, str] = {
-    "conformance": "refdecode.conformance.cli:main",
-    "diff": "refdecode.diff:main",
-    "explain": "refdecode.explain:main",
+    "conformance": "refdecode.reference.conformance.cli:main",
+    "diff": "refdecode.reference.diff:main",
+    "explain": "refdecode.reference.explain:main",
 }
 
 
@@ -231,8 +231,8 @@ def _check_prompt(prompt: str) -> None:
 
 def _load(model_dir: Path) -> tuple[Any, Any]:
     """The model and its tokenizer; any failure is the directory's fault: a UsageError naming it."""
-    from .model import GPT2
-    from .tokenizer import Tokenizer
+    from .model.modeling import GPT2
+    from .text.tokenizer import Tokenizer
 
     if not model_dir.is_dir():
         raise UsageError(f"--model {model_dir}: no such directory")
@@ -275,7 +275,7 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
     """Load, configure, generate, print (streamed for one greedy/sampled sequence)."""
     from .generate import generate
     from .generation_config import generation_mode, model_generation_config
-    from .trace import TraceRecorder
+    from .reference.trace import TraceRecorder
 
     model, tokenizer, options = load_generation(args)
     try:

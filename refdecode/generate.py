@@ -32,20 +32,20 @@ from typing import Any
 
 import numpy as np
 
-from .assisted_decoding import assisted_decoding
-from .assisted_decoding import uniform as default_uniform
-from .beam_scorer import BeamSearchScorer
-from .beam_search import beam_sample, beam_search
-from .constrained_beam_scorer import ConstrainedBeamSearchScorer
-from .constrained_beam_search import constrained_beam_search
-from .contrastive_search import contrastive_search
-from .decode_loop import make_rng
-from .constraints import constraints_from_config
+from .decoding.assisted_decoding import assisted_decoding
+from .decoding.assisted_decoding import uniform as default_uniform
+from .decoding.beam.beam_scorer import BeamSearchScorer
+from .decoding.beam.beam_search import beam_sample, beam_search
+from .decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer
+from .decoding.beam.constrained_beam_search import constrained_beam_search
+from .decoding.contrastive_search import contrastive_search
+from .decoding.loop import make_rng
+from .decoding.beam.constraints import constraints_from_config
 from .generation_config import GenerationConfig, generation_mode, length_warnings, model_generation_config
-from .greedy import greedy_search
-from .candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
-from .group_beam_search import group_beam_search
-from .logits_process import (
+from .decoding.greedy import greedy_search
+from .decoding.candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
+from .decoding.beam.group_beam_search import group_beam_search
+from .processors.logits_process import (
     HammingDiversityLogitsProcessor,
     LogitsProcessorList,
     MinLengthLogitsProcessor,
@@ -53,22 +53,22 @@ from .logits_process import (
     NoRepeatNGramLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
 )
-from .entropy_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
-from .length_penalties import ExponentialDecayLengthPenalty
-from .logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
-from .model_outputs import OutputRecorder
-from .prompt_penalties import (
+from .processors.truncation_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
+from .processors.exponential_decay import ExponentialDecayLengthPenalty
+from .processors.logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from .model.outputs import OutputRecorder
+from .processors.prompt_penalties import (
     EncoderNoRepeatNGramLogitsProcessor,
     EncoderRepetitionPenaltyLogitsProcessor,
     UnbatchedClassifierFreeGuidanceLogitsProcessor,
 )
-from .sampling import sample
-from .score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
-from .token_constraints import (ForceTokensLogitsProcessor, ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor, NoBadWordsLogitsProcessor,
+from .decoding.sampling import sample
+from .processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
+from .processors.bad_words_and_forcing import (ForceTokensLogitsProcessor, ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor, NoBadWordsLogitsProcessor,
                                 PrefixConstrainedLogitsProcessor, SequenceBiasLogitsProcessor,
                                 SuppressTokensAtBeginLogitsProcessor, SuppressTokensLogitsProcessor)
-from .stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList, StopStringCriteria
-from .trace import NO_TRACE, Recorder
+from .decoding.stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList, StopStringCriteria
+from .reference.trace import NO_TRACE, Recorder
 from .validation import ArgumentTypeError, check_allocation, describe
 
 __all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
@@ -380,7 +380,7 @@ def _check_trace(trace: Any, mode: str) -> Recorder:
     if trace is None:
         return NO_TRACE
     if not isinstance(trace, Recorder):
-        raise TypeError(f"`trace` has to be a refdecode.trace.TraceRecorder (or None), but is {type(trace).__name__}")
+        raise TypeError(f"`trace` has to be a refdecode.reference.trace.TraceRecorder (or None), but is {type(trace).__name__}")
     if mode in ("assisted_generation", "constrained_beam_search", "contrastive_search"):
         raise ValueError(f"`trace` records greedy, sample, beam search, beam sample and group beam search; {mode} "
                          "is not traced (yet)")
@@ -398,17 +398,17 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
 
     ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
     ``seed``/``rng`` give the random generator of the sampling modes and ``draw`` replaces the
-    multinomial draw (see :mod:`refdecode.sampling_draw`). ``streamer`` (a
-    :class:`~refdecode.streamers.TextStreamer`, ...) receives the prompt, then every new token (greedy
+    multinomial draw (see :mod:`refdecode.decoding.randomness`). ``streamer`` (a
+    :class:`~refdecode.text.streamers.TextStreamer`, ...) receives the prompt, then every new token (greedy
     and sample only, batch size 1, as transformers). ``assistant_model`` (a smaller model with the same
     vocabulary) or ``prompt_lookup_num_tokens=`` select assisted decoding (one prompt; greedy or sampling);
-    ``uniform`` replaces its acceptance uniforms (:mod:`refdecode.assisted_decoding`).
+    ``uniform`` replaces its acceptance uniforms (:mod:`refdecode.decoding.assisted_decoding`).
     ``prefix_allowed_tokens_fn(batch_id, row) -> allowed ids`` restricts every step
     (docs/bad-words-and-forcing.md); ``negative_prompt_ids`` / ``negative_prompt_attention_mask`` (one
     row per generated row) are the unconditional branch of ``guidance_scale`` (docs/guidance.md).
     ``tokenizer`` is needed by ``stop_strings=`` (transformers 4.41's
-    :class:`~refdecode.stopping_criteria.StopStringCriteria`).
-    ``trace``, a :class:`~refdecode.trace.TraceRecorder`, records every step (docs/traces.md); None (the
+    :class:`~refdecode.decoding.stopping_criteria.StopStringCriteria`).
+    ``trace``, a :class:`~refdecode.reference.trace.TraceRecorder`, records every step (docs/traces.md); None (the
     default) records nothing.
 
     >>> from refdecode.testing import TableModel

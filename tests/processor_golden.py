@@ -15,7 +15,7 @@ import pytest
 from conftest import GOLDEN
 
 import refdecode
-from refdecode.logits_process import LogitsProcessorList
+from refdecode.processors.logits_process import LogitsProcessorList
 
 
 def prefix_rule(k: int, vocab: int):

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from test_generate import check
 from test_fast import random_model
 
-from refdecode.assisted_decoding import assisted_decoding, count_matches, speculative_sampling
-from refdecode.candidate_generator import PromptLookupCandidateGenerator, prompt_lookup
+from refdecode.decoding.assisted_decoding import assisted_decoding, count_matches, speculative_sampling
+from refdecode.decoding.candidate_generator import PromptLookupCandidateGenerator, prompt_lookup
 from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
-from refdecode.model import GPT2
-from refdecode.greedy import greedy_search
+from refdecode.model.modeling import GPT2
+from refdecode.decoding.greedy import greedy_search
 from refdecode.testing import CountingModel, TableModel
 
 pytestmark = pytest.mark.filterwarnings("ignore:Unfeasible length constraints:UserWarning")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.beam_scorer import BeamHypotheses, BeamSearchScorer
+from refdecode.decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
 
 # ---- BeamHypotheses.add
 

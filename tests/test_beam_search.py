@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.beam_scorer import BeamHypotheses, BeamSearchScorer
-from refdecode.beam_search import beam_sample, beam_search
-from refdecode.decode_loop import extend_beam_history, top_candidates
-from refdecode.greedy import greedy_search
+from refdecode.decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
+from refdecode.decoding.beam.beam_search import beam_sample, beam_search
+from refdecode.decoding.loop import extend_beam_history, top_candidates
+from refdecode.decoding.greedy import greedy_search
 from refdecode.testing import TableModel
 
 MODEL = TableModel(np.random.default_rng(1).standard_normal((9, 9)).astype(np.float32), noise=0.4)

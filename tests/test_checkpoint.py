@@ -1,4 +1,4 @@
-"""refdecode.checkpoint: both layouts, dtypes, zero-copy F32, and errors that name the file and the tensor."""
+"""refdecode.model.checkpoint: both layouts, dtypes, zero-copy F32, and errors that name the file and the tensor."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from conftest import GOLDEN, MODELS
 from safetensors.numpy import load_file, save_file
 
-from refdecode.checkpoint import expected_shapes, load_params, nest, read_header, read_tensor, to_float32
-from refdecode.config import GPT2Config
-from refdecode.model import GPT2
+from refdecode.model.checkpoint import expected_shapes, load_params, nest, read_header, read_tensor, to_float32
+from refdecode.model.config import GPT2Config
+from refdecode.model.modeling import GPT2
 
 SAVE_PRETRAINED = GOLDEN / "models" / "save_pretrained"
 HUB = GOLDEN / "models" / "hub"
@@ -269,7 +269,7 @@ def test_nan_logits_that_remove_invalid_values_cleans_do_not_stop_generation(tmp
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from refdecode.checkpoint import TensorInfo  # noqa: E402
+from refdecode.model.checkpoint import TensorInfo  # noqa: E402
 
 _JSON_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-5, 70), st.integers(), st.floats(), st.text(max_size=4),
                          st.sampled_from(["F32", "F16", "BF16", "I64", "U8", "BOOL", "F64", "Q4"]))

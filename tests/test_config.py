@@ -1,4 +1,4 @@
-"""refdecode.config.GPT2Config: transformers' defaults, what config.json may say, and what is refused."""
+"""refdecode.model.config.GPT2Config: transformers' defaults, what config.json may say, and what is refused."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pytest
 from conftest import GOLDEN, MODELS
 
-from refdecode.config import GPT2Config
+from refdecode.model.config import GPT2Config
 
 
 def test_defaults_are_transformers_gpt2():

@@ -1,4 +1,4 @@
-"""refdecode.conformance: export (deterministic, schema-valid), the protocol, the verdicts, and check vs serve.
+"""refdecode.reference.conformance: export (deterministic, schema-valid), the protocol, the verdicts, and check vs serve.
 
 Two exports per session keep this fast: ``unit_suite`` holds every unit case (processors,
 warpers, BeamHypotheses) in full, ``decode_suite`` the first few cases of each decode type and of
@@ -19,14 +19,14 @@ import pytest
 from conftest import GOLDEN, ROOT
 
 import refdecode
-import refdecode.conformance  # noqa: F401  (registers the case types)
-from refdecode.conformance.check import check, load_suite
-from refdecode.conformance.compare import TOLERANCE, compare
-from refdecode.conformance.export import case_schema, export
-from refdecode.conformance.kinds import F32, I64, to_json, validate
-from refdecode.conformance.registry import REGISTRY, Case, CaseType, register, select
-from refdecode.conformance.serve import answer
-from refdecode.conformance.toy_model import ToyModel, toy_hash
+import refdecode.reference.conformance  # noqa: F401  (registers the case types)
+from refdecode.reference.conformance.check import check, load_suite
+from refdecode.reference.conformance.compare import TOLERANCE, compare
+from refdecode.reference.conformance.export import case_schema, export
+from refdecode.reference.conformance.kinds import F32, I64, to_json, validate
+from refdecode.reference.conformance.registry import REGISTRY, Case, CaseType, register, select
+from refdecode.reference.conformance.serve import answer
+from refdecode.reference.conformance.toy_model import ToyModel, toy_hash
 
 SERVE = f'"{sys.executable}" -m refdecode.cli conformance serve'
 UNIT_TYPES = select("processors_and_warpers,beam_hypotheses")
@@ -292,7 +292,7 @@ def test_select_types_and_groups():
 
 def test_registering_a_case_type_takes_a_few_lines(tmp_path):
     """The registry's promise: a new type is exported, schema-checked and served with no other change."""
-    from refdecode.conformance.kinds import FLOAT, obj
+    from refdecode.reference.conformance.kinds import FLOAT, obj
 
     name = "test_scale_by_two"
     register(CaseType(name=name, groups=("test",), summary="scores * factor", inputs=obj(scores=F32(2), factor=FLOAT),
@@ -372,7 +372,7 @@ def test_array_kinds_round_trip():
 
 def test_non_finite_values_must_match_exactly():
     """nan where refdecode has nan passes; -inf for +inf, or a finite value for nan, fails."""
-    from refdecode.conformance.compare import first_difference
+    from refdecode.reference.conformance.compare import first_difference
 
     expected = np.array([[np.nan, np.inf, -np.inf, 1.0]], dtype=np.float32)
     assert first_difference(F32(2), expected, [["nan", "inf", "-inf", 1.0]]) is None
@@ -381,7 +381,7 @@ def test_non_finite_values_must_match_exactly():
 
 
 def test_gpt2_cases_without_the_golden_files_say_what_to_do(monkeypatch, tmp_path):
-    from refdecode.conformance import cases_decode
+    from refdecode.reference.conformance import cases_decode
 
     monkeypatch.setattr(cases_decode, "GOLDEN", tmp_path)
     with pytest.raises(ValueError, match="only a checkout of the refdecode repository has.*--only"):

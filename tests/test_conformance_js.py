@@ -17,8 +17,8 @@ import subprocess
 import pytest
 from conftest import ROOT
 
-from refdecode.conformance.check import check
-from refdecode.conformance.export import export
+from refdecode.reference.conformance.check import check
+from refdecode.reference.conformance.export import export
 
 JS = ROOT / "examples" / "conformance-js" / "refdecode_conformance.js"
 JS_TYPES = ["temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "min_length", "min_new_tokens",

@@ -12,9 +12,9 @@ import json
 
 import numpy as np
 
-import refdecode.conformance  # noqa: F401  (registers the case types)
-from refdecode.conformance.registry import REGISTRY
-from refdecode.conformance.serve import answer
+import refdecode.reference.conformance  # noqa: F401  (registers the case types)
+from refdecode.reference.conformance.registry import REGISTRY
+from refdecode.reference.conformance.serve import answer
 
 NEW_TYPES = ["forced_decoder_ids", "stop_strings", "constraint_states", "constrained_beam_search",
              "contrastive_ranking", "gpt2_contrastive_search"]

@@ -15,8 +15,8 @@ import sys
 import pytest
 from test_conformance import decode_suite, unit_suite  # noqa: F401  (session fixtures)
 
-from refdecode.conformance.check import check
-from refdecode.conformance.plants import PLANTS
+from refdecode.reference.conformance.check import check
+from refdecode.reference.conformance.plants import PLANTS
 
 
 def failures(root, plant: str, only: str) -> tuple[int, list[str]]:
@@ -95,8 +95,8 @@ def test_search_bugs_fail_beam_decodes_and_nothing_else(decode_suite, plant):
 def test_planted_restores_refdecode(plant):
     """``planted`` undoes every patch: the same objects are back after the block."""
     import refdecode as rd
-    from refdecode.conformance.plants import planted
-    from refdecode.conformance.toy_model import ToyCache
+    from refdecode.reference.conformance.plants import planted
+    from refdecode.reference.conformance.toy_model import ToyCache
 
     owners = [rd.TopPLogitsWarper, rd.TopKLogitsWarper, rd.RepetitionPenaltyLogitsProcessor, rd.BeamHypotheses,
               rd.KVCache, ToyCache]

@@ -1,4 +1,4 @@
-"""Conformance case types of speculative and prompt-lookup decoding (refdecode/conformance/cases_speculative.py).
+"""Conformance case types of speculative and prompt-lookup decoding (refdecode/reference/conformance/cases_speculative.py).
 
 Hand-worked requests through ``serve``'s ``answer`` (expected values worked out from the rules the summaries
 state), and the GPT-2 decodes against transformers 4.38.2's golden file: the exported cases expect its
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from test_conformance_more_types import ask  # one request through serve's answer
 
-import refdecode.conformance  # noqa: F401  (registers the case types)
-from refdecode.conformance.registry import REGISTRY
+import refdecode.reference.conformance  # noqa: F401  (registers the case types)
+from refdecode.reference.conformance.registry import REGISTRY
 
 TYPES = ["prompt_lookup_candidates", "speculative_greedy_acceptance", "speculative_sampling", "gpt2_assisted_greedy",
          "gpt2_prompt_lookup_greedy"]
@@ -67,7 +67,7 @@ def test_speculative_sampling_accepts_by_ratio_and_draws_from_the_residual():
                                              ("gpt2_prompt_lookup_greedy", "lookup_greedy")])
 def test_gpt2_cases_expect_what_transformers_returned(type_name, mode):
     """Every golden case of one generate call is a case; its expected sequences and model calls are 4.38.2's."""
-    from refdecode.conformance.cases_decode import GOLDEN
+    from refdecode.reference.conformance.cases_decode import GOLDEN
 
     with np.load(GOLDEN / "decode_assisted.npz") as z:
         meta = json.loads(str(z["meta"]))
@@ -83,7 +83,7 @@ def test_gpt2_cases_expect_what_transformers_returned(type_name, mode):
 
 @pytest.fixture(scope="module")
 def speculative_suite(tmp_path_factory):
-    from refdecode.conformance.export import export
+    from refdecode.reference.conformance.export import export
 
     root = tmp_path_factory.mktemp("speculative_suite")
     export(root, types=TYPES)
@@ -98,7 +98,7 @@ def test_the_speculative_plants_are_caught_where_their_rule_is_used(speculative_
     import io
     import sys
 
-    from refdecode.conformance.check import check
+    from refdecode.reference.conformance.check import check
 
     out = io.StringIO()
     status = check(speculative_suite, f'"{sys.executable}" -m refdecode.cli conformance serve --plant {plant}', out=out)

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_generate import check, check_scores, golden, golden_model
 
-from refdecode.constrained_beam_scorer import ConstrainedBeamSearchScorer, bank_round_robin
-from refdecode.constrained_beam_search import constrained_beam_search
-from refdecode.constraints import (
+from refdecode.decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer, bank_round_robin
+from refdecode.decoding.beam.constrained_beam_search import constrained_beam_search
+from refdecode.decoding.beam.constraints import (
     ConstraintListState,
     DisjunctiveConstraint,
     PhrasalConstraint,

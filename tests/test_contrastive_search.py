@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_generate import check, check_scores, golden, golden_model, replay
 
-from refdecode.contrastive_search import contrastive_search, degeneration_penalty, rank_candidates
+from refdecode.decoding.contrastive_search import contrastive_search, degeneration_penalty, rank_candidates
 from refdecode.generate import generate
-from refdecode.greedy import greedy_search
-from refdecode.model import GPT2
+from refdecode.decoding.greedy import greedy_search
+from refdecode.model.modeling import GPT2
 from refdecode.testing import TableModel
 
 FILE = "decode_contrastive.npz"

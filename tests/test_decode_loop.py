@@ -1,4 +1,4 @@
-"""refdecode.decode_loop: the model calls and bookkeeping every decode loop shares, tested on their own.
+"""refdecode.decoding.loop: the model calls and bookkeeping every decode loop shares, tested on their own.
 
 The loops' golden and property tests (test_greedy.py, test_sampling.py, test_beam_search.py,
 test_group_beam_search.py) exercise these helpers end to end; here each one's contract is pinned down
@@ -8,8 +8,8 @@ on hand-sized inputs, so a change to one shows up here first and not as a diff i
 import numpy as np
 import pytest
 
-from refdecode.beam_scorer import BeamSearchScorer
-from refdecode.decode_loop import (append_tokens, check_beam_rows, check_no_nan, check_pad_token, collect,
+from refdecode.decoding.beam.beam_scorer import BeamSearchScorer
+from refdecode.decoding.loop import (append_tokens, check_beam_rows, check_no_nan, check_pad_token, collect,
                                    decode_step, make_rng, model_capacity, prefill, repeat_run_length,
                                    end_stream, step_records, stream)
 from refdecode.testing import TableModel

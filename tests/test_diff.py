@@ -1,4 +1,4 @@
-"""refdecode.diff: planted divergences are located to their step and stage, with the right verdict.
+"""refdecode.reference.diff: planted divergences are located to their step and stage, with the right verdict.
 
 Each "other engine" is refdecode with one function deliberately broken (monkeypatched for one run):
 a different token, a top-p that keeps one token too few, beam candidates K instead of 2K, a KV cache
@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from conftest import MODELS
 
-import refdecode.beam_search  # noqa: F401  (the module, for monkeypatching; the package exports the function)
+import refdecode.decoding.beam.beam_search  # noqa: F401  (the module, for monkeypatching; the package exports the function)
 from refdecode import GPT2, Tokenizer, TopPLogitsWarper, generate
-from refdecode.beam_scorer import BeamHypotheses
-from refdecode.diff import STAGE_REFERENCE, first_divergence, load_other, main
-from refdecode.kv_cache import KVCache
+from refdecode.decoding.beam.beam_scorer import BeamHypotheses
+from refdecode.reference.diff import STAGE_REFERENCE, first_divergence, load_other, main
+from refdecode.model.kv_cache import KVCache
 from refdecode.testing import TableModel
-from refdecode.trace import TraceRecorder
+from refdecode.reference.trace import TraceRecorder
 
 BEAM = dict(num_beams=3, eos_token_id=[13, 198], pad_token_id=0, length_penalty=1.0)
 
@@ -69,7 +69,7 @@ def test_a_different_greedy_token_is_found_at_its_step(shakespeare):
     found = first_divergence(trace, rows)
     assert (found.step, found.row, found.stage, found.verdict) == (3, 0, "selection/greedy_search", "algorithmic")
     assert found.other == f"token {runner_up}" and found.docs == "docs/greedy.md"
-    assert found.function.startswith("refdecode.greedy.greedy_search")
+    assert found.function.startswith("refdecode.decoding.greedy.greedy_search")
 
 
 def test_a_greedy_choice_between_tied_tokens_is_a_near_tie():
@@ -119,7 +119,7 @@ def test_beam_candidates_k_instead_of_2k_are_found_at_the_first_step(shakespeare
     """(One eos id, the model's: with K candidates an eos among them would make ``process`` raise.)"""
     model, ids, mask = shakespeare
     expected = _trace(model, ids, mask, max_new_tokens=6, num_beams=3)
-    module = sys.modules["refdecode.beam_search"]          # where the beam loop looks top_candidates up
+    module = sys.modules["refdecode.decoding.beam.beam_search"]          # where the beam loop looks top_candidates up
     full = module.top_candidates
     monkeypatch.setattr(module, "top_candidates", lambda total, n: full(total, n // 2))  # 2K -> K
     found = first_divergence(expected, _trace(model, ids, mask, max_new_tokens=6, num_beams=3))
@@ -153,7 +153,7 @@ def test_a_length_penalty_on_the_total_length_is_found_at_the_first_hypothesis(s
     assert (found.step, found.stage, found.verdict) == (first["step"], "hypotheses", "algorithmic")
     assert found.row == hyp["row"]
     assert f"implies a length of {first['cur_len'] - 1:.4g}" in found.detail     # the stored tokens, prompt included
-    assert found.function == "refdecode.beam_scorer.BeamHypotheses.add"
+    assert found.function == "refdecode.decoding.beam.beam_scorer.BeamHypotheses.add"
 
 
 def test_swapped_candidates_with_equal_scores_are_a_near_tie():
@@ -211,7 +211,7 @@ def test_token_ids_alone_are_refused_for_beam_traces():
 
 
 def _resolve(dotted: str):
-    """``refdecode.beam_scorer.BeamHypotheses.add`` -> the object (import the module, then getattr the rest)."""
+    """``refdecode.decoding.beam.beam_scorer.BeamHypotheses.add`` -> the object (import the module, then getattr the rest)."""
     import importlib
 
     parts = dotted.split(".")
@@ -275,9 +275,9 @@ def test_an_engine_that_stops_a_finished_row_is_not_a_divergence_but_a_short_run
 
 
 def test_stages_outside_the_table_are_looked_up_among_refdecodes_processors():
-    from refdecode.diff import Divergence
+    from refdecode.reference.diff import Divergence
 
     typical = Divergence(0, "TypicalLogitsWarper", 0, 1, 2, "algorithmic", "")
-    assert typical.function == "refdecode.entropy_warpers.TypicalLogitsWarper"
+    assert typical.function == "refdecode.processors.truncation_warpers.TypicalLogitsWarper"
     custom = Divergence(0, "MyOwnProcessor", 0, 1, 2, "algorithmic", "")
     assert custom.function.startswith("not a refdecode stage") and custom.docs == "docs/processors.md"

@@ -1,4 +1,4 @@
-"""Tests for refdecode/entropy_warpers.py: golden parity (typical/epsilon/eta with transformers 4.38.2,
+"""Tests for refdecode/processors/truncation_warpers.py: golden parity (typical/epsilon/eta with transformers 4.38.2,
 min-p with 4.41.0), hand-sized cases, Hypothesis properties, argument validation."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from processor_golden import check_standalone, standalone_cases
 
-from refdecode.entropy_warpers import (
+from refdecode.processors.truncation_warpers import (
     EpsilonLogitsWarper,
     EtaLogitsWarper,
     MinPLogitsWarper,

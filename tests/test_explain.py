@@ -1,4 +1,4 @@
-"""refdecode.explain: the step-by-step tables, checked against the numbers the docs print.
+"""refdecode.reference.explain: the step-by-step tables, checked against the numbers the docs print.
 
 The toy tree of the 4.26 walkthrough (docs/references.md: greedy "The nice woman" 0.2, beam "The dog has" 0.36) is the
 end-to-end example of docs/beam-search.md; ``explain`` on the same run must show the page's numbers.
@@ -16,9 +16,9 @@ import pytest
 from conftest import MODELS, ROOT
 
 from refdecode import generate
-from refdecode.explain import main, render
+from refdecode.reference.explain import main, render
 from refdecode.testing import TOY_WORDS as WORDS, TableModel, toy_tree_model
-from refdecode.trace import TraceRecorder
+from refdecode.reference.trace import TraceRecorder
 
 def _toy_tree_trace() -> dict:
     """The run of docs/beam-search.md's end-to-end example, traced."""

@@ -1,4 +1,4 @@
-"""refdecode.fast against the plain refdecode.gpt2 (and, through it, transformers 4.38.2 goldens).
+"""refdecode.model.fast against the plain refdecode.model.gpt2 (and, through it, transformers 4.38.2 goldens).
 
 The plain forward pass is what ``GPT2`` runs by default, so tests/test_gpt2.py checks it against the
 transformers goldens. Here: (1) the plain path passes the same goldens, (2) each in-place
@@ -22,13 +22,13 @@ from test_gpt2 import rel_err
 from hypothesis import given
 from hypothesis import strategies as st
 
-import refdecode.fast.forward as fast
+import refdecode.model.fast.forward as fast
 from refdecode import GenerationConfig, generate
-from refdecode.checkpoint import nest, read_header, read_tensor
-from refdecode.config import GPT2Config
-from refdecode.fast.layout import transpose_into
-from refdecode.gpt2 import attend, attention_scores, layer_norm, linear
-from refdecode.model import GPT2
+from refdecode.model.checkpoint import nest, read_header, read_tensor
+from refdecode.model.config import GPT2Config
+from refdecode.model.fast.layout import transpose_into
+from refdecode.model.gpt2 import attend, attention_scores, layer_norm, linear
+from refdecode.model.modeling import GPT2
 from refdecode.numerics import gelu_new, softmax
 
 GOLDEN_MODELS = ["save_pretrained", "hub", "f16_gelu", "bf16_relu"]

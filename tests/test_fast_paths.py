@@ -13,10 +13,10 @@ ties, which random logits almost never produce and -inf / -1e9 padding produce a
 import numpy as np
 import pytest
 
-from refdecode.checkpoint import read_header, read_tensor
-from refdecode.decode_loop import top_candidates
-from refdecode.fast.layout import read_tensor_column_major
-from refdecode.kv_cache import KVCache
+from refdecode.model.checkpoint import read_header, read_tensor
+from refdecode.decoding.loop import top_candidates
+from refdecode.model.fast.layout import read_tensor_column_major
+from refdecode.model.kv_cache import KVCache
 
 
 def top_candidates_full_sort(total, n):
@@ -89,7 +89,7 @@ def test_column_major_read_holds_the_same_values(tmp_path):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from refdecode.logits_warp import TopPLogitsWarper, top_k_warp, top_p_warp  # noqa: E402
+from refdecode.processors.logits_warp import TopPLogitsWarper, top_k_warp, top_p_warp  # noqa: E402
 from refdecode.numerics import softmax  # noqa: E402
 
 
@@ -157,7 +157,7 @@ def test_top_p_on_finite_scores_drops_a_token_whose_predecessors_mass_is_exactly
 # multinomial (a cumulative sum over the non-zero entries only) == the sum over every entry, bit for bit
 # ----------------------------------------------------------------------------------------------------
 
-from refdecode.sampling_draw import multinomial  # noqa: E402
+from refdecode.decoding.randomness import multinomial  # noqa: E402
 
 
 def multinomial_full_rows(probs, num_samples, replacement=False, rng=None):

@@ -18,9 +18,9 @@ from conftest import GOLDEN, MODELS
 
 from refdecode.generate import generate, logits_processors, logits_warpers
 from refdecode.generation_config import GenerationConfig
-from refdecode.model import GPT2
-from refdecode.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
-from refdecode.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
+from refdecode.model.modeling import GPT2
+from refdecode.processors.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
+from refdecode.decoding.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
 from refdecode.testing import TableModel
 
 ATOL = 1e-4

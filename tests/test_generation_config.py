@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import MODELS
 
-from refdecode.config import GPT2Config
+from refdecode.model.config import GPT2Config
 from refdecode.generation_config import GenerationConfig, generation_mode, generation_warnings
 
 # transformers 4.38.2 generation/configuration_utils.py, GenerationConfig.__init__
@@ -76,7 +76,7 @@ def test_every_decoder_only_field_is_implemented():
     ("encoder_no_repeat_ngram_size", 2), ("exponential_decay_length_penalty", (3, 1.5)),
 ])
 def test_processor_fields_accept_valid_values(field, value):
-    """Issue 13: these fields are implemented now (refdecode/entropy_warpers.py, token_constraints.py, ...)."""
+    """Issue 13: these fields are implemented now (refdecode/processors/truncation_warpers.py, token_constraints.py, ...)."""
     assert getattr(GenerationConfig(**{field: value}), field) == value
 
 

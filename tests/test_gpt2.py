@@ -1,4 +1,4 @@
-"""refdecode.gpt2 against transformers 4.38.2 golden logits, plus cache equivalences, dtypes and argument checks.
+"""refdecode.model.gpt2 against transformers 4.38.2 golden logits, plus cache equivalences, dtypes and argument checks.
 
 Goldens: ``tests/golden/model_<name>.npz`` from ``tools/golden/make_model_golden.py`` on the checkpoints in
 ``tests/golden/models/<name>/`` (save_pretrained and hub layouts; float32, float16, bfloat16 files; gelu_new,
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from conftest import GOLDEN, MODELS
 
-from refdecode.config import GPT2Config
-from refdecode.gpt2 import (
+from refdecode.model.config import GPT2Config
+from refdecode.model.gpt2 import (
     attend,
     attention_scores,
     default_position_ids,
@@ -26,8 +26,8 @@ from refdecode.gpt2 import (
     linear,
     padding_bias,
 )
-from refdecode.kv_cache import KVCache
-from refdecode.model import GPT2
+from refdecode.model.kv_cache import KVCache
+from refdecode.model.modeling import GPT2
 from refdecode.numerics import ACT2FN
 
 GOLDEN_MODELS = ["save_pretrained", "hub", "f16_gelu", "bf16_relu"]
@@ -115,7 +115,7 @@ def test_perturbed_model_fails_the_tolerance(golden, change):
 
 def test_file_wte_instead_of_lm_head_fails_the_tolerance():
     """f16_gelu stores an lm_head.weight != wte; transformers 4.38.2 uses lm_head.weight (see checkpoint.py)."""
-    from refdecode.checkpoint import read_header, read_tensor, to_float32
+    from refdecode.model.checkpoint import read_header, read_tensor, to_float32
 
     model = GPT2.from_pretrained(GOLDEN / "models" / "f16_gelu")
     g = np.load(GOLDEN / "model_f16_gelu.npz")
@@ -347,7 +347,7 @@ def test_from_pretrained_bad_config_json_names_the_file(tmp_path, content, error
 
 _LM_HEAD_PROGRAM = """
 import sys, numpy as np
-from refdecode.gpt2 import lm_head
+from refdecode.model.gpt2 import lm_head
 rng = np.random.default_rng(0)
 head = rng.standard_normal((50257, 768), dtype=np.float32)  # GPT-2 124M's wte (E = 256 shows nothing here)
 x = rng.standard_normal((1, 768), dtype=np.float32)

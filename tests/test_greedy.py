@@ -8,10 +8,10 @@ from conftest import GOLDEN
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.model import GPT2
-from refdecode.greedy import greedy_search
-from refdecode.logits_process import MinLengthLogitsProcessor
-from refdecode.stopping_criteria import MaxLengthCriteria
+from refdecode.model.modeling import GPT2
+from refdecode.decoding.greedy import greedy_search
+from refdecode.processors.logits_process import MinLengthLogitsProcessor
+from refdecode.decoding.stopping_criteria import MaxLengthCriteria
 from refdecode.testing import TableModel
 
 CYCLE = np.log(np.array([[.1, .6, .3], [.2, .1, .7], [.5, .3, .2]], dtype=np.float32))  # 0->1->2->0

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.beam_scorer import BeamSearchScorer
-from refdecode.beam_search import beam_search
-from refdecode.group_beam_search import group_beam_search, group_rows
-from refdecode.logits_process import HammingDiversityLogitsProcessor
+from refdecode.decoding.beam.beam_scorer import BeamSearchScorer
+from refdecode.decoding.beam.beam_search import beam_search
+from refdecode.decoding.beam.group_beam_search import group_beam_search, group_rows
+from refdecode.processors.logits_process import HammingDiversityLogitsProcessor
 from refdecode.testing import TableModel
 
 MODEL = TableModel(np.random.default_rng(2).standard_normal((9, 9)).astype(np.float32), noise=0.4)

@@ -1,4 +1,4 @@
-"""refdecode.kv_cache.KVCache: layout, O(1) appends into preallocated slots, growth, reorder, expand."""
+"""refdecode.model.kv_cache.KVCache: layout, O(1) appends into preallocated slots, growth, reorder, expand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.kv_cache import KVCache
+from refdecode.model.kv_cache import KVCache
 
 
 def filled(batch_size: int, length: int, n_layer: int = 2, capacity: int = 8) -> KVCache:

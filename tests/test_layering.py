@@ -8,7 +8,7 @@ The rules (issue 12, "one path through the house"); each applies to modules adde
    module. A helper two modules need is public, in a module below both (e.g. ``checks.py``,
    ``decode_loop.py``).
 3. **Decode loops are siblings:** a *loop module* is any module that takes ``loop_defaults``, ``prefill``
-   or ``decode_step`` from ``refdecode.decode_loop`` (the argument defaults and model calls every loop
+   or ``decode_step`` from ``refdecode.decoding.loop`` (the argument defaults and model calls every loop
    shares), except the dispatchers in ``DISPATCHERS`` (``generate.py``, ``cli.py``). No loop module
    imports another loop module, directly or through other modules (a helper a loop needs, such as
    ``candidate_generator.py``, may import ``decode_loop`` for its checks without being a loop). A new loop
@@ -19,7 +19,7 @@ The rules (issue 12, "one path through the house"); each applies to modules adde
    modules. ``model.py``, the ``GPT2`` object, may import one generation module: ``generation_config.py``
    (``model.generation_config``, as transformers has it), and nothing that imports the loops.
 5. **The readable forward pass does not reach for the fast one:** nothing in ``MODEL`` outside
-   ``fast/`` imports ``refdecode.fast``; only ``model.py`` chooses between them.
+   ``fast/`` imports ``refdecode.model.fast``; only ``model.py`` chooses between them.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "refdecode"
 #: Modules that call the loops to dispatch a request; they import decode_loop's siblings by design.
 DISPATCHERS = {"refdecode.generate", "refdecode.cli"}
 #: The model side: the forward passes and what they load.
-MODEL = {"refdecode.gpt2", "refdecode.kv_cache", "refdecode.checkpoint", "refdecode.config"}
-MODEL_PACKAGES = {"refdecode.fast"}  # every module under these counts as MODEL too
+MODEL = {"refdecode.model.gpt2", "refdecode.model.kv_cache", "refdecode.model.checkpoint", "refdecode.model.config"}
+MODEL_PACKAGES = {"refdecode.model.fast"}  # every module under these counts as MODEL too
 #: Generation code (the loops, and every module importing a loop, are added to it by rule 4).
-GENERATION = {"refdecode.generation_config", "refdecode.generation_output", "refdecode.logits_process",
-              "refdecode.logits_warp", "refdecode.stopping_criteria", "refdecode.beam_scorer",
-              "refdecode.decode_loop", "refdecode.sampling_draw", "refdecode.generate", "refdecode.cli"}
+GENERATION = {"refdecode.generation_config", "refdecode.generation_output", "refdecode.processors.logits_process",
+              "refdecode.processors.logits_warp", "refdecode.decoding.stopping_criteria", "refdecode.decoding.beam.beam_scorer",
+              "refdecode.decoding.loop", "refdecode.decoding.randomness", "refdecode.generate", "refdecode.cli"}
 #: The model object may use these generation modules (its default generation settings), nothing else.
-MODEL_OBJECT = {"refdecode.model": {"refdecode.generation_config"}}
+MODEL_OBJECT = {"refdecode.model.modeling": {"refdecode.generation_config"}}
 
 
 def module_name(path: Path) -> str:
@@ -126,7 +126,7 @@ LOOP_MARKERS = {"loop_defaults", "prefill", "decode_step"}
 
 def is_loop(name: str) -> bool:
     return name not in DISPATCHERS and name != "refdecode" and any(
-        target == "refdecode.decode_loop" and imported in LOOP_MARKERS for target, imported, _ in
+        target == "refdecode.decoding.loop" and imported in LOOP_MARKERS for target, imported, _ in
         imports_of(name, MODULES[name]))
 
 
@@ -140,11 +140,11 @@ def in_model(m: str) -> bool:
 
 def test_the_parser_sees_the_known_edges():
     """Guards the rules below against passing because the import parser found nothing."""
-    assert "refdecode.decode_loop" in G["refdecode.greedy"]
-    assert "refdecode.gpt2" in G["refdecode.fast.forward"]
-    assert "refdecode.fast" in G["refdecode.model"]
-    assert {"refdecode.greedy", "refdecode.sampling", "refdecode.beam_search", "refdecode.group_beam_search",
-            "refdecode.constrained_beam_search", "refdecode.assisted_decoding"} <= LOOPS
+    assert "refdecode.decoding.loop" in G["refdecode.decoding.greedy"]
+    assert "refdecode.model.gpt2" in G["refdecode.model.fast.forward"]
+    assert "refdecode.model.fast" in G["refdecode.model.modeling"]
+    assert {"refdecode.decoding.greedy", "refdecode.decoding.sampling", "refdecode.decoding.beam.beam_search", "refdecode.decoding.beam.group_beam_search",
+            "refdecode.decoding.beam.constrained_beam_search", "refdecode.decoding.assisted_decoding"} <= LOOPS
 
 
 def test_no_import_cycle():
@@ -193,8 +193,8 @@ def test_the_model_imports_no_generation_code():
 
 
 def test_only_the_model_object_chooses_the_fast_forward_pass():
-    bad = [m for m in G if in_model(m) and not m.startswith("refdecode.fast")
-           and any(d == "refdecode.fast" or d.startswith("refdecode.fast.") for d in G[m])]
+    bad = [m for m in G if in_model(m) and not m.startswith("refdecode.model.fast")
+           and any(d == "refdecode.model.fast" or d.startswith("refdecode.model.fast.") for d in G[m])]
     assert not bad, bad
 
 

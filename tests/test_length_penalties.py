@@ -1,4 +1,4 @@
-"""Tests for refdecode/length_penalties.py: golden parity with transformers 4.38.2, the equation, validation."""
+"""Tests for refdecode/processors/exponential_decay.py: golden parity with transformers 4.38.2, the equation, validation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from processor_golden import check_standalone, standalone_cases
 
-from refdecode.length_penalties import ExponentialDecayLengthPenalty, exponential_decay_length_penalty_process
+from refdecode.processors.exponential_decay import ExponentialDecayLengthPenalty, exponential_decay_length_penalty_process
 
 
 @pytest.mark.parametrize("case, arrays", standalone_cases("processors_more.npz", {"ExponentialDecayLengthPenalty"}))

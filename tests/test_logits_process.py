@@ -1,4 +1,4 @@
-"""Tests for refdecode/logits_process.py: golden parity with transformers 4.38.2, hand-sized cases,
+"""Tests for refdecode/processors/logits_process.py: golden parity with transformers 4.38.2, hand-sized cases,
 Hypothesis properties of each rule, argument validation, and porting the 4.26 walkthrough's snippets."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import refdecode
-from refdecode import logits_process, logits_warp
-from refdecode.logits_process import (
+from refdecode.processors import logits_process, logits_warp
+from refdecode.processors.logits_process import (
     HammingDiversityLogitsProcessor,
     LogitsProcessor,
     LogitsProcessorList,
@@ -201,8 +201,8 @@ def test_hamming_without_its_kwargs_is_a_clear_error():
 
 def run_ported(snippet: str, **namespace):
     """exec a transformers snippet with only the import line changed."""
-    ported = snippet.replace("from transformers import", "from refdecode.logits_process import")
-    ported = ported.replace("from transformers.generation.logits_warp import", "from refdecode.logits_warp import")
+    ported = snippet.replace("from transformers import", "from refdecode.processors.logits_process import")
+    ported = ported.replace("from transformers.generation.logits_warp import", "from refdecode.processors.logits_warp import")
     exec(ported, namespace)  # noqa: S102 - the snippet is a literal in this file
     return namespace
 

@@ -1,4 +1,4 @@
-"""Tests for refdecode/logits_warp.py: golden parity with transformers 4.38.2, the source documents'
+"""Tests for refdecode/processors/logits_warp.py: golden parity with transformers 4.38.2, the source documents'
 top-p examples, the stated tie/threshold rules as Hypothesis properties, and argument validation."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from refdecode import logits_process, logits_warp
-from refdecode.logits_process import LogitsProcessorList
-from refdecode.logits_warp import (
+from refdecode.processors import logits_process, logits_warp
+from refdecode.processors.logits_process import LogitsProcessorList
+from refdecode.processors.logits_warp import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,

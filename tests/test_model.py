@@ -1,4 +1,4 @@
-"""refdecode.model: the GPT2 object runs the forward pass named at the call site, and says which.
+"""refdecode.model.modeling: the GPT2 object runs the forward pass named at the call site, and says which.
 
 The forward passes themselves are tested in tests/test_gpt2.py (plain, against transformers' goldens)
 and tests/test_fast.py (fast against plain); the argument checks of ``model(...)`` in tests/test_gpt2.py.
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from conftest import MODELS
 
-from refdecode.fast import gpt2_fast
-from refdecode.gpt2 import gpt2
-from refdecode.model import FORWARDS, GPT2
+from refdecode.model.fast import gpt2_fast
+from refdecode.model.gpt2 import gpt2
+from refdecode.model.modeling import FORWARDS, GPT2
 
 
 def test_the_plain_forward_pass_is_the_default_and_fast_is_named():

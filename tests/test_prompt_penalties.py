@@ -1,4 +1,4 @@
-"""Tests for refdecode/prompt_penalties.py: golden parity with transformers 4.38.2 (standalone; the
+"""Tests for refdecode/processors/prompt_penalties.py: golden parity with transformers 4.38.2 (standalone; the
 whole-generate cases, including classifier-free guidance, are in test_generate_processors.py),
 hand-sized cases, argument validation."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from processor_golden import check_standalone, standalone_cases
 
-from refdecode.prompt_penalties import (
+from refdecode.processors.prompt_penalties import (
     EncoderNoRepeatNGramLogitsProcessor,
     EncoderRepetitionPenaltyLogitsProcessor,
     UnbatchedClassifierFreeGuidanceLogitsProcessor,

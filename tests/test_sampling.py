@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.beam_scorer import BeamSearchScorer
-from refdecode.beam_search import beam_sample, sample_candidates
-from refdecode.greedy import greedy_search
-from refdecode.logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from refdecode.decoding.beam.beam_scorer import BeamSearchScorer
+from refdecode.decoding.beam.beam_search import beam_sample, sample_candidates
+from refdecode.decoding.greedy import greedy_search
+from refdecode.processors.logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 from refdecode.numerics import softmax
-from refdecode.sampling import sample
-from refdecode.sampling_draw import multinomial
+from refdecode.decoding.sampling import sample
+from refdecode.decoding.randomness import multinomial
 from refdecode.testing import TableModel
 
 # chi-square critical values at significance 0.001 (tables): df -> value

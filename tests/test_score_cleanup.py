@@ -1,4 +1,4 @@
-"""Tests for refdecode/score_cleanup.py: golden parity with transformers 4.38.2 and the definitions."""
+"""Tests for refdecode/processors/score_cleanup.py: golden parity with transformers 4.38.2 and the definitions."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from processor_golden import check_standalone, standalone_cases
 
-from refdecode.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
+from refdecode.processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
 
 
 @pytest.mark.parametrize("case, arrays", standalone_cases("processors_more.npz",

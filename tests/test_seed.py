@@ -1,4 +1,4 @@
-"""refdecode.seed: set_seed makes unseeded sampling reproducible, as transformers.set_seed does."""
+"""refdecode.decoding.seed: set_seed makes unseeded sampling reproducible, as transformers.set_seed does."""
 
 from __future__ import annotations
 

@@ -18,23 +18,23 @@ import numpy as np
 import pytest
 from conftest import GOLDEN, MODELS
 
-from refdecode.beam_scorer import BeamSearchScorer
-from refdecode.beam_search import beam_sample, beam_search
+from refdecode.decoding.beam.beam_scorer import BeamSearchScorer
+from refdecode.decoding.beam.beam_search import beam_sample, beam_search
 from refdecode.generation_config import GenerationConfig
-from refdecode.model import GPT2
-from refdecode.greedy import greedy_search
-from refdecode.group_beam_search import group_beam_search
-from refdecode.logits_process import (
+from refdecode.model.modeling import GPT2
+from refdecode.decoding.greedy import greedy_search
+from refdecode.decoding.beam.group_beam_search import group_beam_search
+from refdecode.processors.logits_process import (
     HammingDiversityLogitsProcessor,
     LogitsProcessorList,
     MinLengthLogitsProcessor,
     NoRepeatNGramLogitsProcessor,
     RepetitionPenaltyLogitsProcessor,
 )
-from refdecode.logits_warp import TopKLogitsWarper, TopPLogitsWarper
-from refdecode.sampling import sample
-from refdecode.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
-from refdecode.tokenizer import Tokenizer
+from refdecode.processors.logits_warp import TopKLogitsWarper, TopPLogitsWarper
+from refdecode.decoding.sampling import sample
+from refdecode.decoding.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
+from refdecode.text.tokenizer import Tokenizer
 
 TINY = MODELS / "gpt2-tiny"
 

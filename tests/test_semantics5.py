@@ -23,8 +23,8 @@ from conftest import GOLDEN
 
 from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
-from refdecode.logits_process import RepetitionPenaltyLogitsProcessor, repetition_penalty_process
-from refdecode.model import GPT2
+from refdecode.processors.logits_process import RepetitionPenaltyLogitsProcessor, repetition_penalty_process
+from refdecode.model.modeling import GPT2
 
 FILE = GOLDEN / "decode_semantics5.npz"
 

@@ -11,11 +11,11 @@ import pytest
 from conftest import GOLDEN, MODELS
 
 from refdecode.generate import generate
-from refdecode.model import GPT2
-from refdecode.tokenizer import Tokenizer
+from refdecode.model.modeling import GPT2
+from refdecode.text.tokenizer import Tokenizer
 
-from refdecode.greedy import greedy_search
-from refdecode.stopping_criteria import (
+from refdecode.decoding.greedy import greedy_search
+from refdecode.decoding.stopping_criteria import (
     EosTokenCriteria,
     MaxLengthCriteria,
     MaxNewTokensCriteria,

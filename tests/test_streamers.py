@@ -1,4 +1,4 @@
-"""refdecode.streamers: TextStreamer / TextIteratorStreamer in transformers 4.38.2's shape, and streamer= in generate."""
+"""refdecode.text.streamers: TextStreamer / TextIteratorStreamer in transformers 4.38.2's shape, and streamer= in generate."""
 
 from __future__ import annotations
 

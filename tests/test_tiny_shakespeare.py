@@ -16,7 +16,7 @@ import pytest
 from conftest import GOLDEN, MODELS
 from tokenizers import Tokenizer
 
-from refdecode.model import GPT2
+from refdecode.model.modeling import GPT2
 from refdecode.numerics import log_softmax
 
 MODEL_DIR = MODELS / "tiny-shakespeare"
@@ -58,7 +58,7 @@ def assert_close(name: str, got: np.ndarray, want: np.ndarray) -> None:
 def greedy_tokens(model: GPT2, prompt: np.ndarray, n_new: int) -> np.ndarray:
     """Argmax continuation through the KV cache, stopping at <|endoftext|>: int64 (T,) -> (T + n,), n <= n_new.
 
-    Written out here (not refdecode.greedy) so this file tests the shipped model, not the decoding code.
+    Written out here (not refdecode.decoding.greedy) so this file tests the shipped model, not the decoding code.
     """
     cache = model.new_cache(1, len(prompt) + n_new)
     logits = model(prompt[None], past_key_values=cache).logits  # (1, T, V)

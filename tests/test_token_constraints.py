@@ -1,4 +1,4 @@
-"""Tests for refdecode/token_constraints.py: golden parity with transformers 4.38.2, hand-sized cases,
+"""Tests for refdecode/processors/bad_words_and_forcing.py: golden parity with transformers 4.38.2, hand-sized cases,
 Hypothesis properties (forced BOS/EOS leave exactly one finite token), argument validation."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from processor_golden import check_standalone, standalone_cases
 
-from refdecode.token_constraints import (
+from refdecode.processors.bad_words_and_forcing import (
     ForcedBOSTokenLogitsProcessor,
     ForcedEOSTokenLogitsProcessor,
     NoBadWordsLogitsProcessor,
@@ -142,7 +142,7 @@ def _force_golden():
 @pytest.mark.parametrize("case", [c for c in _force_golden()[0]["cases"] if c["kind"] == "processor"],
                          ids=lambda c: c["id"])
 def test_force_tokens_processor_golden(case):
-    from refdecode.token_constraints import ForceTokensLogitsProcessor
+    from refdecode.processors.bad_words_and_forcing import ForceTokensLogitsProcessor
     _, arrays = _force_golden()
     cid = case["id"]
     scores = arrays[f"{cid}/scores"]
@@ -166,6 +166,6 @@ def test_forced_decoder_ids_in_generate_golden(case):
 
 @pytest.mark.parametrize("bad", [[[1]], [[1, -2]], "x", [[1.5, 2]], [[True, 2]]])
 def test_forced_decoder_ids_validated(bad):
-    from refdecode.token_constraints import ForceTokensLogitsProcessor
+    from refdecode.processors.bad_words_and_forcing import ForceTokensLogitsProcessor
     with pytest.raises(ValueError, match="forced_decoder_ids"):
         ForceTokensLogitsProcessor(bad)

@@ -1,4 +1,4 @@
-"""refdecode.tokenizer: ids equal to transformers' GPT2Tokenizer (golden), lossless round trip, left padding."""
+"""refdecode.text.tokenizer: ids equal to transformers' GPT2Tokenizer (golden), lossless round trip, left padding."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import GOLDEN, MODELS
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refdecode.tokenizer import Tokenizer
+from refdecode.text.tokenizer import Tokenizer
 
 CASES = json.loads((GOLDEN / "tokenizer_ids.json").read_text(encoding="utf-8"))
 

@@ -1,4 +1,4 @@
-"""refdecode.trace: step traces record what the loops computed, validate against the schema, and replay.
+"""refdecode.reference.trace: step traces record what the loops computed, validate against the schema, and replay.
 
 The recorded values are checked against what ``generate`` itself returns (``output_scores``,
 ``sequences``, ``beam_indices``), never against numbers the recorder computed.
@@ -16,7 +16,7 @@ from conftest import MODELS
 
 from refdecode import GPT2, Tokenizer, generate
 from refdecode.testing import TableModel
-from refdecode.trace import NO_TRACE, TRACE_SCHEMA, Recorder, TraceRecorder, replay, summarize_rows
+from refdecode.reference.trace import NO_TRACE, TRACE_SCHEMA, Recorder, TraceRecorder, replay, summarize_rows
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_every_mode_writes_a_schema_valid_strict_json_trace(mode):
 
 
 def test_generate_refuses_a_trace_that_is_not_a_recorder():
-    with pytest.raises(TypeError, match="`trace` has to be a refdecode.trace.TraceRecorder"):
+    with pytest.raises(TypeError, match="`trace` has to be a refdecode.reference.trace.TraceRecorder"):
         generate(_table_model(), np.array([[1]]), max_new_tokens=2, trace="trace.json")
 
 

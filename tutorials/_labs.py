@@ -207,7 +207,7 @@ def _check_tree(tree: Any) -> str | None:
 
 def _position_ids(mask: np.ndarray) -> np.ndarray:
     """refdecode's positions of a left-padded batch (what GPT2 uses when given no position_ids)."""
-    from refdecode.gpt2 import default_position_ids
+    from refdecode.model.gpt2 import default_position_ids
     return default_position_ids(mask, 0, mask.shape[0], mask.shape[1])
 
 
@@ -358,7 +358,7 @@ def _cases_hamming_whole() -> Iterator[Case]:
 
 
 def _cases_top_candidates() -> Iterator[Case]:
-    from refdecode.decode_loop import top_candidates
+    from refdecode.decoding.loop import top_candidates
     total = np.array([[[-1.0, -3.0, -2.5], [-1.2, -0.5, -4.0]]], dtype=np.float32)
     yield "both beams contribute", dict(total=total, n=4), tuple(a.tolist() for a in top_candidates(total, 4))
     first = np.array([[[-1.0, -2.0, -3.0], [-1e9, -1e9, -1e9]]], dtype=np.float32)

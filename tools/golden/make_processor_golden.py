@@ -12,7 +12,7 @@ format_version, versions, the regenerate command, and per case the chain
 
 Cases where torch's answer is not well defined are redrawn, never stored:
 - top-p with tied scores straddling the cut (``torch.sort`` is not stable, so which tied token
-  survives is unspecified; our rule is documented in refdecode/logits_warp.py), and
+  survives is unspecified; our rule is documented in refdecode/processors/logits_warp.py), and
 - top-p with a cumulative probability within 1e-6 (relative) of the threshold ``1 - top_p``
   (NumPy's exp/softmax may differ from torch's by an ulp there, flipping the comparison).
 """

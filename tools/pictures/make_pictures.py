@@ -57,7 +57,7 @@ from refdecode import (  # noqa: E402
     top_k_warp,
     top_p_warp,
 )
-from refdecode.beam_scorer import BeamHypotheses  # noqa: E402
+from refdecode.decoding.beam.beam_scorer import BeamHypotheses  # noqa: E402
 from refdecode.testing import TOY_WORDS, TableModel, toy_tree_model  # noqa: E402
 
 MODEL_DIR = ROOT / "models" / "tiny-shakespeare"

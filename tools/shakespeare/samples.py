@@ -44,7 +44,7 @@ def refdecode_generate():
     sys.path.insert(0, str(ROOT))
     try:
         from refdecode.generate import generate
-        from refdecode.model import GPT2
+        from refdecode.model.modeling import GPT2
     except ImportError as e:
         print(f"<!-- refdecode.generate not importable ({e}); transformers only -->\n")
         return None

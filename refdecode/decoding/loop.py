@@ -1,0 +1,367 @@
+r"""What every decode loop shares: the model calls, the argument defaults, the NaN check, the random generator,
+and the bookkeeping that greedy/sample and the beam loops repeat at every step.
+
+Contract: the loops (``greedy.py``, ``sampling.py``, ``beam_search.py``, ``group_beam_search.py``, and any
+loop added later) import this module and never each other, so each loop file holds only what makes its
+algorithm different: which scores it computes and how it selects. This module knows nothing about
+which algorithm runs; it turns token ids into next-token logits through the KV cache and does the
+row bookkeeping around the selection.
+
+The model side (transformers takes ``logits[:, -1, :]`` without an upcast; so do we, float32):
+
+- :func:`prefill` runs the prompt through the model **once per distinct prompt**: ``generate``
+  repeats every prompt K times for beams (or R times for return sequences), so consecutive rows
+  are identical; the cache is computed on one row of each run and ``expand``-ed (row b ->
+  rows b*r .. b*r+r-1, like ``repeat_interleave``). If the rows are not in identical runs (a
+  caller built them by hand), every row is prefilled.
+- :func:`decode_step` feeds the N chosen tokens, appends a column of ones to the attention mask
+  (transformers' ``_update_model_kwargs_for_generation``) and returns the new logits. Position
+  ids come from the mask inside the model (``cumsum - 1``, pads at 1), as GPT-2's
+  ``prepare_inputs_for_generation`` computes them.
+
+Docs: docs/index.md (the model side), docs/greedy.md and docs/beam-search.md (the bookkeeping).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .beam.beam_scorer import BeamSearchScorer
+from ..generation_config import model_generation_config
+from ..generation_output import GenerateBeamDecoderOnlyOutput, GenerateDecoderOnlyOutput
+from ..processors.logits_process import LogitsProcessorList
+from .seed import default_generator
+from .stopping_criteria import (
+    MaxLengthCriteria,
+    StoppingCriteriaList,
+    pad_finished_rows,
+    stop_rows,
+    update_unfinished,
+    validate_stopping_criteria,
+)
+from ..reference.trace import NO_TRACE, Recorder
+from ..validation import check_integer
+
+__all__ = ["prefill", "decode_step", "repeat_run_length", "model_capacity", "loop_defaults",
+           "check_pad_token",
+           "check_no_nan", "make_rng", "collect", "step_records", "append_tokens", "append_and_stop", "stream", "end_stream",
+           "decoder_output", "check_beam_rows", "top_candidates", "extend_beam_history", "advance_beams",
+           "follow_beams", "finish_beams"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# The model side: the prompt once, then one token per step through the cache
+# ----------------------------------------------------------------------------------------------------
+
+
+def _nonfinite_params(params: Any, prefix: str = "") -> list[str]:
+    """Names (``h.0.attn.c_attn.weight``) of the arrays in a nested params dict/list that hold NaN or inf."""
+    if isinstance(params, np.ndarray):
+        n = int(params.size - np.count_nonzero(np.isfinite(params)))
+        return [f"{prefix.rstrip('.')} ({n} non-finite of {params.size})"] if n else []
+    items = params.items() if isinstance(params, dict) else enumerate(params) if isinstance(params, list) else ()
+    return [name for key, value in items for name in _nonfinite_params(value, f"{prefix}{key}.")]
+
+
+def repeat_run_length(input_ids: np.ndarray, attention_mask: np.ndarray | None) -> int:
+    """(N, T) rows -> the largest r such that the rows come in N/r runs of r identical rows.
+
+    >>> repeat_run_length(np.array([[1, 2], [1, 2], [3, 4], [3, 4]]), None)
+    2
+    >>> repeat_run_length(np.array([[1, 2], [1, 2], [3, 4]]), None)
+    1
+    """
+    rows = input_ids if attention_mask is None else np.concatenate([input_ids, attention_mask], axis=1)  # (N, 2T)
+    n = rows.shape[0]
+    for r in range(n, 1, -1):
+        if n % r == 0 and np.array_equal(rows.reshape(n // r, r, -1), np.repeat(rows[::r, None], r, axis=1)):
+            return r
+    return 1
+
+
+def model_capacity(model: Any, max_length: int | None) -> int:
+    """Cache capacity S_max: the loop's ``max_length`` if known, else the model's ``n_positions``."""
+    n_positions = int(model.config.n_positions)
+    return n_positions if max_length is None else min(int(max_length), n_positions)
+
+
+def prefill(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None,
+            capacity: int) -> tuple[np.ndarray, Any]:
+    """Prompt (N, T) -> last-position logits float32 (N, V) and a KV cache holding T tokens per row.
+
+    Distinct prompts only: with runs of r identical rows, the model sees (N/r, T) and the cache
+    is expanded to N rows.
+    """
+    r = repeat_run_length(input_ids, attention_mask)
+    ids = input_ids[::r]                                            # (N/r, T)
+    mask = None if attention_mask is None else attention_mask[::r]  # (N/r, T)
+    cache = model.new_cache(ids.shape[0], capacity)
+    out = model(ids, attention_mask=mask, past_key_values=cache, logits_to_keep=1)
+    logits = np.repeat(out.logits[:, -1, :], r, axis=0)  # (N/r, V) -> (N, V)
+    cache = out.past_key_values if r == 1 else out.past_key_values.expand(r)
+    return logits, cache
+
+
+def decode_step(model: Any, next_tokens: np.ndarray, attention_mask: np.ndarray | None,
+                cache: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Tokens (N,) int64 -> logits float32 (N, V); mask (N, S) -> (N, S+1); the cache grows in place."""
+    if attention_mask is not None:
+        ones = np.ones((attention_mask.shape[0], 1), dtype=attention_mask.dtype)
+        attention_mask = np.concatenate([attention_mask, ones], axis=1)  # (N, S) -> (N, S+1)
+    out = model(next_tokens[:, None], attention_mask=attention_mask, past_key_values=cache, logits_to_keep=1)
+    return out.logits[:, -1, :], attention_mask
+
+
+# ----------------------------------------------------------------------------------------------------
+# Arguments every loop takes
+# ----------------------------------------------------------------------------------------------------
+
+
+def loop_defaults(model: Any, logits_processor: Any, stopping_criteria: Any, max_length: int | None,
+                  pad_token_id: int | None, eos_token_id: int | list[int] | None,
+                  ) -> tuple[Any, StoppingCriteriaList, int | None, list[int] | None]:
+    """Fill in what a loop was not given, as transformers' loops do.
+
+    - processors: an empty list (a plain list is wrapped in LogitsProcessorList); stopping criteria:
+      an empty list, plus MaxLengthCriteria for the deprecated ``max_length`` argument;
+    - ``pad_token_id`` / ``eos_token_id``: from the model's generation config; eos becomes a list.
+
+    Deviation: with no length criterion at all, transformers loops until every row emits eos
+    (and crashes past ``n_positions``); refdecode stops at ``n_positions`` with a warning.
+    """
+    logits_processor = LogitsProcessorList(logits_processor if logits_processor is not None else [])
+    criteria = StoppingCriteriaList(stopping_criteria if stopping_criteria is not None else [])
+    if max_length is not None:
+        criteria = validate_stopping_criteria(criteria, max_length)
+    if criteria.max_length is None:
+        warnings.warn("no max_length stopping criterion: stopping at the model's n_positions", UserWarning,
+                      stacklevel=3)
+        criteria.append(MaxLengthCriteria(max_length=int(model.config.n_positions)))
+    defaults = model_generation_config(model)
+    pad_token_id = pad_token_id if pad_token_id is not None else defaults.pad_token_id
+    eos_token_id = eos_token_id if eos_token_id is not None else defaults.eos_token_id
+    eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+    return logits_processor, criteria, pad_token_id, eos
+
+
+def check_pad_token(eos: list[int] | None, pad_token_id: int | None) -> None:
+    """Greedy and sample pad finished rows, so an eos id needs a pad id (transformers' message)."""
+    if eos is not None and pad_token_id is None:
+        raise ValueError("If `eos_token_id` is defined, make sure that `pad_token_id` is defined.")
+
+
+def check_no_nan(scores: np.ndarray, step: int, model: Any = None, logits: np.ndarray | None = None) -> np.ndarray:
+    """``scores``, unless they hold NaN: argmax/top-k/sampling would pick an arbitrary token (torch keeps going).
+
+    One ``isnan`` pass over the processed scores (N, V) per step. Only when it finds NaN does it look at the
+    step's raw ``logits``: NaN there is the model's fault, not the processors' (a NaN/inf in the checkpoint
+    propagates through every layer), and the message names the tensors of ``model.params`` that hold
+    non-finite values. NaN logits that a processor cleans (``remove_invalid_values=True``) pass, as in
+    transformers.
+    """
+    if np.isnan(scores).any():
+        rows = np.flatnonzero(np.isnan(scores).any(axis=-1))[:10].tolist()
+        if logits is not None and np.isnan(logits).any():
+            bad = _nonfinite_params(getattr(model, "params", None))
+            cause = (f"the checkpoint holds non-finite weights: {', '.join(bad[:5])}" if bad else
+                     "check the checkpoint's weights and the model")
+            raise ValueError(f"the model's logits contain NaN (generation step {step}, rows {rows}): {cause}")
+        raise ValueError(f"`scores` contain NaN at generation step {step} (rows {rows}): check the processors/warpers")
+    return scores
+
+
+def make_rng(rng: np.random.Generator | None = None, seed: int | None = None) -> np.random.Generator:
+    """The generator to draw from: ``rng`` if given, else ``np.random.default_rng(seed)``; with neither, the
+    default generator of :func:`refdecode.decoding.seed.set_seed` (fresh entropy if it was never called)."""
+    if rng is not None and seed is not None:
+        raise ValueError("pass either `rng` or `seed`, not both")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"`rng` has to be a numpy.random.Generator, but is {type(rng).__name__}")
+    if rng is not None:
+        return rng
+    if seed is not None:
+        return np.random.default_rng(check_integer("seed", seed, minimum=0))
+    return default_generator()  # set_seed's, else fresh
+
+
+# ----------------------------------------------------------------------------------------------------
+# What the loops record per step
+# ----------------------------------------------------------------------------------------------------
+
+
+def step_records(return_dict_in_generate: bool, output_scores: bool,
+                 output_logits: bool) -> tuple[tuple | None, tuple | None]:
+    """The empty (scores, raw logits) records a loop fills step by step: ``()`` when asked for, else None."""
+    scores = () if (return_dict_in_generate and output_scores) else None
+    raw_logits = () if (return_dict_in_generate and output_logits) else None
+    return scores, raw_logits
+
+
+def collect(record: tuple | None, item: np.ndarray) -> tuple | None:
+    """``record + (item,)``, or None when the loop was not asked to record (``record`` is None)."""
+    return None if record is None else record + (item,)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Greedy and sample: one token per row per step
+# ----------------------------------------------------------------------------------------------------
+
+
+def append_tokens(input_ids: np.ndarray, next_tokens: np.ndarray, unfinished: np.ndarray, eos: list[int] | None,
+                  pad_token_id: int | None, streamer: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Finished rows get pad, the tokens are appended (and streamed), rows that emitted eos are marked finished.
+
+    input_ids (N, T) -> (N, T+1); next_tokens (N,); unfinished (N,) 1/0 -> (N,) 1/0 after this step.
+    ``streamer`` (:mod:`refdecode.text.streamers`), if given, receives the (N,) tokens appended.
+
+    >>> ids, unfinished = append_tokens(np.array([[5], [6]]), np.array([7, 8]), np.array([1, 0]), [7], 0)
+    >>> ids.tolist(), unfinished.tolist()      # row 1 was finished: it gets pad 0; row 0 just emitted eos 7
+    ([[5, 7], [6, 0]], [0, 0])
+    """
+    if eos is not None:
+        next_tokens = pad_finished_rows(next_tokens, unfinished, pad_token_id)
+        unfinished = update_unfinished(unfinished, next_tokens, eos)
+    stream(streamer, next_tokens)
+    return np.concatenate([input_ids, next_tokens[:, None]], axis=1), unfinished  # (N, T) -> (N, T+1)
+
+
+def stream(streamer: Any, tokens: np.ndarray) -> None:
+    """Hand the step's (N,) tokens to ``streamer`` (:mod:`refdecode.text.streamers`), if there is one."""
+    if streamer is not None:
+        streamer.put(tokens)
+
+
+def end_stream(streamer: Any) -> None:
+    """Tell ``streamer`` that generation has ended, if there is one."""
+    if streamer is not None:
+        streamer.end()
+
+
+def append_and_stop(input_ids: np.ndarray, next_tokens: np.ndarray, unfinished: np.ndarray, eos: list[int] | None,
+                    pad_token_id: int | None, criteria: Any, scores: tuple | None, streamer: Any = None,
+                    trace: Recorder = NO_TRACE) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 4 and 5 of greedy / sample: :func:`append_tokens`, then a row is also finished once a stopping
+    criterion stops it (for the batch, or per row as in 4.39); the trace sees the tokens and the rows left.
+
+    input_ids (N, T) -> (N, T+1); next_tokens (N,); unfinished (N,) 1/0 -> (N,) 1/0.
+    """
+    input_ids, unfinished = append_tokens(input_ids, next_tokens, unfinished, eos, pad_token_id, streamer)
+    unfinished = stop_rows(criteria(input_ids, scores), unfinished)
+    trace.selected(input_ids[:, -1], unfinished)
+    return input_ids, unfinished
+
+
+def decoder_output(input_ids: np.ndarray, scores: tuple | None, raw_logits: tuple | None, cache: Any,
+                   return_dict_in_generate: bool, streamer: Any = None, criteria: Any = None,
+                   trace: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
+    """The end of greedy/sample: the trace notes what stopped the loop and its result, the stream ends; the
+    sequences, or with ``return_dict_in_generate`` the output object."""
+    trace.stopped(criteria, input_ids)
+    trace.final(input_ids)
+    end_stream(streamer)
+    if return_dict_in_generate:
+        return GenerateDecoderOnlyOutput(sequences=input_ids, scores=scores, logits=raw_logits, past_key_values=cache)
+    return input_ids
+
+
+# ----------------------------------------------------------------------------------------------------
+# The beam loops: candidates, the scorer's step, the final hypotheses
+# ----------------------------------------------------------------------------------------------------
+
+
+def check_beam_rows(input_ids: np.ndarray, beam_scorer: BeamSearchScorer) -> None:
+    """``input_ids`` must hold batch_size * num_beams rows (each prompt repeated K times)."""
+    if input_ids.shape[0] != beam_scorer.batch_size * beam_scorer.num_beams:
+        raise ValueError(f"Batch dimension of `input_ids` should be "
+                         f"{beam_scorer.batch_size * beam_scorer.num_beams}, but is {input_ids.shape[0]}.")
+
+
+def top_candidates(total: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[batch, beam, vocab] scores -> the n best per batch row: scores, beam, token, each [batch, n].
+
+    Ranked by score, descending; equal scores by lower flat index ``beam*V + token`` first: the first n
+    of a stable argsort of the K*V negated scores.
+
+    Speed-up, exact: a full stable sort of the K*V = 4 * 50257 scores of GPT-2 costs ~16 ms per step; this
+    costs ~1 ms. ``np.partition`` finds the n-th best score ``kth`` (linear time); the pool of every index
+    scoring ``>= kth`` (ascending flat index) holds the n best of the full sort in the same relative order,
+    so a stable sort of the pool starts with the same n (more than n only when scores tie with ``kth``).
+
+    >>> total = np.array([[[-1.0, -3.0], [-1.0, -0.5]]], dtype=np.float32)   # (1, K=2, V=2)
+    >>> top_candidates(total, 3)
+    (array([[-0.5, -1. , -1. ]], dtype=float32), array([[1, 0, 1]]), array([[1, 0, 0]]))
+    """
+    batch, beams, vocab = total.shape
+    n = min(n, beams * vocab)                                           # as [:, :n] of a full sort would
+    flat = total.reshape(batch, beams * vocab)                          # (B, K, V) -> (B, K*V)
+    kth = -np.partition(-flat, n - 1, axis=1)[:, n - 1]                 # (B,) the n-th best score
+    order = np.empty((batch, n), dtype=np.int64)                        # (B, n) flat indices
+    for b in range(batch):  # a few prompts; the pool differs in size per row
+        pool = np.flatnonzero(flat[b] >= kth[b])                        # ascending flat index
+        order[b] = pool[np.argsort(-flat[b, pool], kind="stable")[:n]]
+    return np.take_along_axis(flat, order, axis=1), order // vocab, order % vocab
+
+
+def extend_beam_history(history: np.ndarray | None, beam_idx: np.ndarray) -> np.ndarray | None:
+    """[rows, steps] beam-index history -> [rows, steps + 1]: row i continues old row beam_idx[i].
+
+    transformers: ``beam_indices = tuple(beam_indices[beam_idx[i]] + (beam_idx[i],) ...)``.
+
+    >>> extend_beam_history(np.array([[0], [0]]), np.array([1, 0]))
+    array([[0, 1],
+           [0, 0]])
+    """
+    if history is None:
+        return None
+    return np.concatenate([history[beam_idx], beam_idx[:, None]], axis=1)
+
+
+def advance_beams(beam_scorer: BeamSearchScorer, input_ids: np.ndarray, candidates: tuple, history: Any,
+                  cache: Any, pad_token_id: int | None, eos: list[int] | None, prompt_len: int,
+                  trace: Recorder = NO_TRACE) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """One beam step's bookkeeping: the scorer splits the ranked candidates into finished and running
+    beams (:meth:`~refdecode.decoding.beam.beam_scorer.BeamSearchScorer.process`), then :func:`follow_beams`.
+
+    ``candidates``: (scores, beams, tokens), each (B, C), best first. input_ids (B*K, T) -> (B*K, T+1);
+    returns it with the running scores (B, K) float32 and the history (B*K, steps + 1) (or None).
+    """
+    cand_scores, cand_beams, cand_tokens = candidates
+    step = beam_scorer.process(input_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=pad_token_id,
+                               eos_token_id=eos, beam_indices=history, decoder_prompt_len=prompt_len)
+    trace.beam_step(beam_scorer, step, cand_scores, cand_beams, cand_tokens, input_ids, eos, prompt_len)
+    return follow_beams(step, input_ids, history, cache, beam_scorer.batch_size)
+
+
+def follow_beams(step: dict, input_ids: np.ndarray, history: Any, cache: Any,
+                 batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The ids, the cache and the beam-index history follow the running beams a scorer's ``process`` chose.
+
+    ``step``: ``next_beam_scores`` / ``next_beam_tokens`` / ``next_beam_indices``, each (B*K,).
+    input_ids (B*K, T) -> (B*K, T+1); returns it with the running scores (B, K) and the history (or None).
+    """
+    beam_idx, next_tokens = step["next_beam_indices"], step["next_beam_tokens"]  # (B*K,) each
+    input_ids = np.concatenate([input_ids[beam_idx], next_tokens[:, None]], axis=1)  # (B*K, T+1)
+    cache.reorder(beam_idx)
+    beam_scores = step["next_beam_scores"].reshape(batch_size, -1)  # (B*K,) -> (B, K)
+    return input_ids, beam_scores, extend_beam_history(history, beam_idx)
+
+
+def finish_beams(beam_scorer: BeamSearchScorer, input_ids: np.ndarray, beam_scores: np.ndarray, history: Any,
+                 max_length: int | None, pad_token_id: int | None, eos: list[int] | None, prompt_len: int,
+                 records: tuple[tuple | None, tuple | None], cache: Any, return_dict_in_generate: bool,
+                 output_scores: bool, trace: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
+    """``BeamSearchScorer.finalize`` on the running beams -> the sequences, or the output object
+    (``sequences_scores`` only with ``output_scores``). ``records``: the (scores, raw logits) of the loop."""
+    final = beam_scorer.finalize(input_ids, beam_scores.reshape(-1), max_length=max_length,
+                                 pad_token_id=pad_token_id, eos_token_id=eos, beam_indices=history,
+                                 decoder_prompt_len=prompt_len)
+    trace.final(final["sequences"], final["sequence_scores"], final["beam_indices"])
+    if not return_dict_in_generate:
+        return final["sequences"]
+    scores, raw_logits = records
+    return GenerateBeamDecoderOnlyOutput(
+        sequences=final["sequences"], sequences_scores=final["sequence_scores"] if output_scores else None,
+        scores=scores, logits=raw_logits, beam_indices=final["beam_indices"], past_key_values=cache)

@@ -1,0 +1,18 @@
+r"""The fast forward pass: GPT-2 as in :mod:`refdecode.model.gpt2`, rewritten to touch memory less, and its weight layout.
+
+Opt-in: ``GPT2.from_pretrained(path, forward="fast")`` (:mod:`refdecode.model.modeling`) runs
+:func:`~refdecode.model.fast.forward.gpt2_fast` on weights read by
+:func:`~refdecode.model.fast.layout.load_params_column_major`. Same contract and same math as the plain
+:func:`refdecode.model.gpt2.gpt2`; logits agree to float32 rounding and ``generate`` picks the same tokens
+(tests/test_fast.py). This package imports :mod:`refdecode.model.gpt2`, never the reverse.
+
+- ``forward.py``: the forward pass (blocked causal attention, in-place kernels, few-row products);
+- ``layout.py``: the column-major weight layout those products read fastest.
+
+Why it is opt-in, with the figures: docs/gpt2.md and benchmarks/README.md.
+"""
+
+from .forward import gpt2_fast
+from .layout import load_params_column_major
+
+__all__ = ["gpt2_fast", "load_params_column_major"]

@@ -1,0 +1,94 @@
+r"""The registry of case types: what a case type is, and how to add one.
+
+Contract: a :class:`CaseType` names one request type of the protocol and carries everything the
+suite needs about it: its ``input`` and ``output`` fields (as kinds of ``kinds.py``, which give the
+JSON Schema), ``build()`` -> the inputs of its cases (deterministic: seeded generators only),
+``run(input)`` -> refdecode's answer (used by ``export`` for the expected values and by ``serve``
+to answer requests), optionally ``margins(input, output)`` (how far each decision of the case is
+from flipping, for the near-tie verdict) and the tie rule the cases state. ``check`` compares with
+the generic rules of ``compare.py`` driven by the output kinds.
+
+**Adding a case type** (a new processor of issue 13, a new algorithm of issue 16) takes a few
+lines in a module of ``refdecode/reference/conformance/`` that ``cases/__init__`` imports::
+
+    from .registry import CaseType, register
+    from .kinds import F32, I64, FLOAT, obj
+
+    def _run_min_p(inp):                                       # refdecode's answer, public API only
+        return {"scores": refdecode.min_p_warp(inp["scores"], inp["min_p"])}
+
+    def _build_min_p():                                        # inputs of the cases, seeded
+        rng = np.random.default_rng(0)
+        return [Case("random row", {"input_ids": ..., "scores": ..., "min_p": 0.1}) for _ in range(40)]
+
+    register(CaseType(name="min_p", groups=("warpers",), summary="MinPLogitsWarper ...",
+                      inputs=obj(input_ids=I64(2), scores=F32(2), min_p=FLOAT), outputs=obj(scores=F32(2)),
+                      build=_build_min_p, run=_run_min_p))
+
+Then ``refdecode conformance export`` writes ``cases/min_p.jsonl`` and its schema into the
+manifest, ``serve`` answers ``min_p`` requests, and the docs page's table of request types should
+gain a row (``tests/test_conformance.py`` checks that every registered type is documented).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kinds import Obj
+
+__all__ = ["Case", "CaseType", "register", "REGISTRY", "select"]
+
+
+@dataclass
+class Case:
+    """One case before export: a short note saying what it exercises, and its decoded input values."""
+    note: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CaseType:
+    """One request type; see the module docstring."""
+    name: str
+    groups: tuple[str, ...]
+    summary: str
+    inputs: Obj
+    outputs: Obj
+    build: Callable[[], Iterable[Case]]  # a list, or a generator (an export of the first n builds only those)
+    run: Callable[[dict], dict]
+    margins: Callable[[dict, dict], Any] | None = None
+    tie_rule: str | None = None
+    compare: Callable[..., list[str]] | None = field(default=None)
+
+
+#: name -> CaseType, in registration order (the order of the manifest and of ``check``).
+REGISTRY: dict[str, CaseType] = {}
+
+
+def register(case_type: CaseType) -> CaseType:
+    """Add a case type; a second type with the same name is refused."""
+    if case_type.name in REGISTRY:
+        raise ValueError(f"case type {case_type.name!r} is already registered")
+    REGISTRY[case_type.name] = case_type
+    return case_type
+
+
+def select(only: str | None) -> list[str]:
+    """``--only`` value -> the case type names it selects: comma-separated type names or group names.
+
+    >>> import refdecode.reference.conformance
+    >>> select("top_p,min_length")
+    ['top_p', 'min_length']
+    """
+    names = list(REGISTRY)
+    if not only:
+        return names
+    wanted = [w.strip() for w in only.split(",") if w.strip()]
+    groups = {g for t in REGISTRY.values() for g in t.groups}
+    unknown = [w for w in wanted if w not in REGISTRY and w not in groups]
+    if unknown:
+        raise ValueError(f"`--only` has to name case types or groups; unknown: {', '.join(unknown)}. Types: "
+                         f"{', '.join(names)}; groups: {', '.join(sorted(groups))}")
+    return [n for n in names if n in wanted or set(REGISTRY[n].groups) & set(wanted)]
