@@ -28,8 +28,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 import numpy as np  # noqa: E402
 
 from refdecode import GPT2, BeamSearchScorer  # noqa: E402
-from refdecode.decoding.loop import top_candidates  # noqa: E402
-from refdecode.generate import logits_processors, logits_warpers  # noqa: E402
+from refdecode.decoding.beam.bookkeeping import top_candidates  # noqa: E402
+from refdecode.pipeline import logits_processors, logits_warpers  # noqa: E402
 from refdecode.generation_config import GenerationConfig  # noqa: E402
 from refdecode.model.gpt2 import attention_scores  # noqa: E402
 from refdecode.model.fast.forward import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402

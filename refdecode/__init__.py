@@ -93,7 +93,7 @@ from .processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormaliz
 from .decoding.randomness import multinomial
 from .decoding.greedy import greedy_search
 from .decoding.sampling import sample
-from .decoding.seed import set_seed
+from .decoding.randomness import set_seed
 from .decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
 from .decoding.beam.beam_search import beam_sample, beam_search
 from .decoding.beam.group_beam_search import group_beam_search

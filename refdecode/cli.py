@@ -274,7 +274,8 @@ def _progress_criterion(total: int, enabled: bool | None, label: str) -> Any:
 def _generate(args: argparse.Namespace, out: Any) -> None:
     """Load, configure, generate, print (streamed for one greedy/sampled sequence)."""
     from .generate import generate
-    from .generation_config import generation_mode, model_generation_config
+    from .dispatch import generation_mode
+    from .generation_config import model_generation_config
     from .reference.trace import TraceRecorder
 
     model, tokenizer, options = load_generation(args)

@@ -12,10 +12,12 @@ for a decoder-only model (the pipeline post (docs/references.md) lists them):
 3. check ``input_ids`` / ``attention_mask``; without a mask, one is inferred only when the pad
    id occurs in the prompt and differs from eos (so with pad = eos the padding is attended);
 4. ``max_length`` = prompt length + ``max_new_tokens`` when that is set;
-5. the mode (:func:`~refdecode.generation_config.generation_mode`), the processors
-   (:func:`logits_processors`), the warpers (:func:`logits_warpers`), the stopping criteria;
+5. the mode (:func:`~refdecode.dispatch.generation_mode`), the processors and the stopping criteria
+   (:mod:`refdecode.pipeline`);
 6. repeat each prompt K times (beams) or R times (sampling with num_return_sequences),
-   consecutively, and run the loop.
+   consecutively, and run the loop (:mod:`refdecode.dispatch`).
+
+This module checks the request and resolves it (steps 1-4); the pipeline builds, the dispatch runs.
 
 refdecode raises a ``ValueError`` naming the argument where transformers would warn and then
 crash later: a prompt plus ``max_new_tokens`` longer than ``n_positions``, ids outside the
@@ -32,46 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from .decoding.assisted_decoding import assisted_decoding
-from .decoding.assisted_decoding import uniform as default_uniform
-from .decoding.beam.beam_scorer import BeamSearchScorer
-from .decoding.beam.beam_search import beam_sample, beam_search
-from .decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer
-from .decoding.beam.constrained_beam_search import constrained_beam_search
-from .decoding.contrastive_search import contrastive_search
-from .decoding.loop import make_rng
-from .decoding.beam.constraints import constraints_from_config
-from .generation_config import GenerationConfig, generation_mode, length_warnings, model_generation_config
-from .decoding.greedy import greedy_search
-from .decoding.candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
-from .decoding.beam.group_beam_search import group_beam_search
-from .processors.logits_process import (
-    HammingDiversityLogitsProcessor,
-    LogitsProcessorList,
-    MinLengthLogitsProcessor,
-    MinNewTokensLengthLogitsProcessor,
-    NoRepeatNGramLogitsProcessor,
-    RepetitionPenaltyLogitsProcessor,
-)
-from .processors.truncation_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
-from .processors.exponential_decay import ExponentialDecayLengthPenalty
-from .processors.logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from .decoding.randomness import make_rng, multinomial, uniform as default_uniform
+from .dispatch import DecodeRequest, generation_mode, run
+from .generation_config import GenerationConfig, model_generation_config
 from .model.outputs import OutputRecorder
-from .processors.prompt_penalties import (
-    EncoderNoRepeatNGramLogitsProcessor,
-    EncoderRepetitionPenaltyLogitsProcessor,
-    UnbatchedClassifierFreeGuidanceLogitsProcessor,
-)
-from .decoding.sampling import sample
-from .processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
-from .processors.bad_words_and_forcing import (ForceTokensLogitsProcessor, ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor, NoBadWordsLogitsProcessor,
-                                PrefixConstrainedLogitsProcessor, SequenceBiasLogitsProcessor,
-                                SuppressTokensAtBeginLogitsProcessor, SuppressTokensLogitsProcessor)
-from .decoding.stopping_criteria import MaxLengthCriteria, MaxTimeCriteria, StoppingCriteriaList, StopStringCriteria
-from .reference.trace import NO_TRACE, Recorder
+from .pipeline import logits_processors, stopping_criteria_for
+from .recorder import NO_TRACE, Recorder
 from .validation import ArgumentTypeError, check_allocation, describe
 
-__all__ = ["generate", "logits_processors", "logits_warpers", "stopping_criteria_for"]
+__all__ = ["generate", "length_warnings"]
 
 
 # ---- step 3: inputs
@@ -148,191 +119,7 @@ def _default_attention_mask(input_ids: np.ndarray, pad_token_id: int | None, eos
     return np.ones_like(input_ids, dtype=np.int64)
 
 
-# ---- step 5: processors, warpers, stopping criteria
-
-
-def _merge(default: list, custom: Any, kind: str) -> list:
-    """Built-ins first, then the user's; a user object of a type already built raises (4.38.2)."""
-    name = "logits_processor" if kind == "logits processor" else "stopping_criteria"
-    if custom is not None and (not isinstance(custom, (list, tuple)) or not all(callable(c) for c in custom)):
-        raise ArgumentTypeError(f"`{name}` must be a list of callables (a {kind.title().replace(' ', '')}List) "
-                                f"or None, got {describe(custom)}")
-    for item in custom or []:
-        for built in default:
-            if type(item) is type(built):
-                raise ValueError(f"A custom {kind} of type {type(item)} has been passed to `generate()`, but it has "
-                                 f"already been created from the generation config. Pass the corresponding argument "
-                                 f"to `generate()` instead of a custom {kind}.")
-    return default + list(custom or [])
-
-
-def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = None, *,
-                      prompt: np.ndarray | None = None, model: Any = None, prefix_allowed_tokens_fn: Any = None,
-                      negative_prompt_ids: np.ndarray | None = None,
-                      negative_prompt_attention_mask: np.ndarray | None = None,
-                      attention_mask: np.ndarray | None = None) -> LogitsProcessorList:
-    """The processors 4.38.2's ``_get_logits_processor`` builds, **in this order**, then ``custom``, then
-    LogitNormalization (``renormalize_logits``) last of all. One line per processor below, with its condition.
-
-    ``prompt`` (B, T0), the prompt ``generate`` was called with, not repeated for beams, is what
-    transformers passes as ``encoder_input_ids``; ``model`` runs the guidance branch. ``attention_mask``
-    (B, T0) is read only with ``semantics="5"`` (the repetition penalty skips each row's left padding). Pages:
-    docs/processors.md lists every processor with its page.
-    """
-    c, eos = config, config.eos_token_id
-    begin = prompt_len + 1 if prompt_len == 1 and c.forced_bos_token_id is not None else prompt_len
-    begin += c.forced_decoder_ids[-1][0] if c.forced_decoder_ids else 0  # 4.38.2: past the forced positions
-    steps = [  # (active?, build)
-        (c.guidance_scale is not None and c.guidance_scale != 1, lambda: UnbatchedClassifierFreeGuidanceLogitsProcessor(
-            c.guidance_scale, _need(model, "model"), negative_prompt_ids, negative_prompt_attention_mask)),
-        (c.sequence_bias is not None, lambda: SequenceBiasLogitsProcessor(c.sequence_bias)),
-        (c.diversity_penalty is not None and c.diversity_penalty > 0.0, lambda: HammingDiversityLogitsProcessor(
-            diversity_penalty=c.diversity_penalty, num_beams=c.num_beams, num_beam_groups=c.num_beam_groups)),
-        (c.encoder_repetition_penalty is not None and c.encoder_repetition_penalty != 1.0,
-         lambda: EncoderRepetitionPenaltyLogitsProcessor(c.encoder_repetition_penalty, _need(prompt, "prompt"))),
-        (c.repetition_penalty is not None and c.repetition_penalty != 1.0,
-         lambda: RepetitionPenaltyLogitsProcessor(c.repetition_penalty, _padding_lengths(c, attention_mask))),
-        (c.no_repeat_ngram_size is not None and c.no_repeat_ngram_size > 0,
-         lambda: NoRepeatNGramLogitsProcessor(c.no_repeat_ngram_size)),
-        (c.encoder_no_repeat_ngram_size is not None and c.encoder_no_repeat_ngram_size > 0,
-         lambda: EncoderNoRepeatNGramLogitsProcessor(c.encoder_no_repeat_ngram_size, _need(prompt, "prompt"))),
-        (c.bad_words_ids is not None, lambda: NoBadWordsLogitsProcessor(c.bad_words_ids, eos)),
-        (c.min_length is not None and eos is not None and c.min_length > 0,
-         lambda: MinLengthLogitsProcessor(c.min_length, eos)),
-        (c.min_new_tokens is not None and eos is not None and c.min_new_tokens > 0,
-         lambda: MinNewTokensLengthLogitsProcessor(prompt_len, c.min_new_tokens, eos)),
-        (prefix_allowed_tokens_fn is not None, lambda: PrefixConstrainedLogitsProcessor(
-            prefix_allowed_tokens_fn, c.num_beams // c.num_beam_groups)),
-        (c.forced_bos_token_id is not None, lambda: ForcedBOSTokenLogitsProcessor(c.forced_bos_token_id)),
-        (c.forced_eos_token_id is not None,
-         lambda: ForcedEOSTokenLogitsProcessor(c.max_length, c.forced_eos_token_id)),
-        (c.remove_invalid_values is True, lambda: InfNanRemoveLogitsProcessor()),
-        (c.exponential_decay_length_penalty is not None, lambda: ExponentialDecayLengthPenalty(
-            c.exponential_decay_length_penalty, _need(eos, "eos_token_id"), prompt_len)),
-        (c.suppress_tokens is not None, lambda: SuppressTokensLogitsProcessor(c.suppress_tokens)),
-        (c.begin_suppress_tokens is not None,
-         lambda: SuppressTokensAtBeginLogitsProcessor(c.begin_suppress_tokens, begin)),
-        (c.forced_decoder_ids is not None, lambda: ForceTokensLogitsProcessor(c.forced_decoder_ids)),
-    ]
-    procs = _merge([build() for active, build in steps if active], custom, "logits processor")
-    return LogitsProcessorList(procs + ([LogitNormalization()] if c.renormalize_logits is True else []))
-
-
-def _padding_lengths(config: GenerationConfig, attention_mask: np.ndarray | None) -> np.ndarray | None:
-    """``semantics="5"``: each row's left-padding width, for 5.x's ``prompt_ignore_length``; None for 4.38.2.
-
-    5.23.0 ``generation/utils.py`` ``_get_logits_processor``: ``padding_lengths = (mask !=
-    0).int().argmax(dim=1)`` (the first unmasked position; 0 for an all-zero row), on the mask already
-    expanded to ``max(num_beams, num_return_sequences)`` rows per prompt, hence the ``np.repeat``.
-    """
-    if config.semantics != "5" or attention_mask is None:
-        return None
-    lengths = (np.asarray(attention_mask) != 0).argmax(axis=1).astype(np.int64)  # (B,)
-    return np.repeat(lengths, max(config.num_beams, config.num_return_sequences))
-
-
-def _need(value: Any, name: str) -> Any:
-    """A value a configured processor needs (the prompt, the model, an eos id), else a ValueError naming it."""
-    if value is None:
-        raise ValueError(f"this generation config needs `{name}` to build its processors, but it is None")
-    return value
-
-
-def logits_warpers(config: GenerationConfig) -> LogitsProcessorList:
-    """The warpers of 4.38.2's ``_get_logits_warper``, in order:
-
-    temperature -> top-k -> top-p -> min-p (4.41) -> typical -> epsilon -> eta -> LogitNormalization.
-
-    ``min_tokens_to_keep`` is 1, or for beam methods ``len(eos list) + 1`` (2 when eos is an int),
-    so that a non-eos continuation always survives. ``top_k=50`` is the default and applies
-    whenever sampling (#38549); ``top_k=0`` or None switches it off. See docs/temperature.md,
-    docs/top-k.md, docs/top-p.md and docs/entropy-sampling.md.
-    """
-    c = config
-    if c.num_beams > 1:
-        keep = len(c.eos_token_id) + 1 if isinstance(c.eos_token_id, list) else 2
-    else:
-        keep = 1
-    steps = [  # (active?, build)
-        (c.temperature is not None and c.temperature != 1.0, lambda: TemperatureLogitsWarper(c.temperature)),
-        (c.top_k is not None and c.top_k != 0, lambda: TopKLogitsWarper(top_k=c.top_k, min_tokens_to_keep=keep)),
-        (c.top_p is not None and c.top_p < 1.0, lambda: TopPLogitsWarper(top_p=c.top_p, min_tokens_to_keep=keep)),
-        (c.min_p is not None, lambda: MinPLogitsWarper(min_p=c.min_p, min_tokens_to_keep=keep)),
-        (c.typical_p is not None and c.typical_p < 1.0,
-         lambda: TypicalLogitsWarper(mass=c.typical_p, min_tokens_to_keep=keep)),
-        (c.epsilon_cutoff is not None and 0.0 < c.epsilon_cutoff < 1.0,
-         lambda: EpsilonLogitsWarper(epsilon=c.epsilon_cutoff, min_tokens_to_keep=keep)),
-        (c.eta_cutoff is not None and 0.0 < c.eta_cutoff < 1.0,
-         lambda: EtaLogitsWarper(epsilon=c.eta_cutoff, min_tokens_to_keep=keep)),
-        (c.renormalize_logits is True, lambda: LogitNormalization()),
-    ]
-    return LogitsProcessorList([build() for active, build in steps if active])
-
-
-def stopping_criteria_for(config: GenerationConfig, n_positions: int, custom: Any = None,
-                          tokenizer: Any = None) -> StoppingCriteriaList:
-    """MaxLength(max_length) (+ MaxTime if ``max_time``, + StopString if ``stop_strings``, as 4.41), then the
-    user's criteria (duplicate type raises)."""
-    criteria: list = [MaxLengthCriteria(max_length=config.max_length, max_position_embeddings=n_positions)]
-    if config.max_time is not None:
-        criteria.append(MaxTimeCriteria(max_time=config.max_time))
-    if config.stop_strings is not None:
-        if tokenizer is None:
-            raise ValueError("`stop_strings` needs the model's tokenizer: pass `tokenizer=` to `generate` (as in "
-                             "transformers 4.41)")
-        criteria.append(StopStringCriteria(tokenizer, config.stop_strings))
-    return StoppingCriteriaList(_merge(criteria, custom, "stopping criteria"))
-
-
-# ---- assisted generation (steps 10-12 of 4.38.2's generate for GenerationMode.ASSISTED_GENERATION)
-
-
-def _check_assistant(model: Any, assistant_model: Any, config: GenerationConfig, kwargs: dict) -> None:
-    """The assistant must share the vocabulary and reach max_length; say where 4.38.2 reads its draft length."""
-    for name in ("vocab_size", "n_positions"):
-        if not hasattr(getattr(assistant_model, "config", None), name) or not hasattr(assistant_model, "new_cache"):
-            raise TypeError(f"`assistant_model` has to be a model like the main one (config.vocab_size, "
-                            f"config.n_positions, new_cache), but is {type(assistant_model).__name__}")
-    if assistant_model.config.vocab_size != model.config.vocab_size:
-        raise ValueError(f"`assistant_model` has to have the model's vocabulary ({model.config.vocab_size} tokens), "
-                         f"but has {assistant_model.config.vocab_size}")
-    if assistant_model.config.n_positions < config.max_length:
-        raise ValueError(f"`assistant_model` has n_positions={assistant_model.config.n_positions}, less than "
-                         f"max_length={config.max_length}")
-    ignored = [k for k in ("num_assistant_tokens", "num_assistant_tokens_schedule") if k in kwargs]
-    if ignored:
-        warnings.warn(f"{', '.join(ignored)} given to generate() is not used: transformers 4.38.2 reads it from "
-                      "assistant_model.generation_config; set it there", UserWarning, stacklevel=3)
-
-
-def _assisted_generation(model: Any, assistant_model: Any, input_ids: np.ndarray, attention_mask: np.ndarray,
-                         config: GenerationConfig, custom_processors: Any, common: dict, rng: Any,
-                         draw: Any, uniform: Any, streamer: Any, kwargs: dict) -> Any:
-    """4.38.2's checks (one prompt, one sequence, a cache), the candidate generator, then the loop."""
-    if config.num_return_sequences > 1:
-        raise ValueError("num_return_sequences has to be 1 when doing assisted generate, "
-                         f"but is {config.num_return_sequences}.")
-    if input_ids.shape[0] > 1:
-        raise ValueError(f"assisted generate is only supported for batch_size = 1, but the batch has "
-                         f"{input_ids.shape[0]} prompts")
-    if not config.use_cache:
-        raise ValueError("assisted generate requires `use_cache=True`")
-    warpers = logits_warpers(config) if config.do_sample else None
-    eos = [config.eos_token_id] if isinstance(config.eos_token_id, int) else config.eos_token_id
-    if config.prompt_lookup_num_tokens is not None:  # it wins over an assistant, as in 4.38.2
-        generator: Any = PromptLookupCandidateGenerator(config.prompt_lookup_num_tokens,
-                                                        config.max_matching_ngram_size or 2)
-    else:
-        _check_assistant(model, assistant_model, config, kwargs)
-        generator = AssistedCandidateGenerator(
-            assistant_model, lambda prompt_len: logits_processors(config, prompt_len, custom_processors), warpers,
-            config.max_length, eos, attention_mask, rng, draw)
-    return assisted_decoding(model, input_ids, generator, do_sample=config.do_sample, logits_warper=warpers,
-                             attention_mask=attention_mask, rng=rng, draw=draw, uniform=uniform, streamer=streamer,
-                             **common)
-
-
-# ---- generate
+# ---- steps 1, 2 and 4: the config and the lengths
 
 
 def _merged_config(model: Any, generation_config: GenerationConfig | None, kwargs: dict) -> GenerationConfig:
@@ -375,16 +162,43 @@ def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> Non
                       "will stop at `max_length`.", UserWarning, stacklevel=3)
 
 
+def length_warnings(config: GenerationConfig, max_length_given: bool) -> list[str]:
+    """``generate``'s length warnings (4.38.2 ``generate`` step 6 and ``_validate_generated_length``).
+
+    ``max_length_given``: ``max_length`` was passed to this ``generate`` call. Warns when the length
+    comes from the model-agnostic default ``max_length=20``, and when both ``max_length`` and
+    ``max_new_tokens`` are passed (``max_new_tokens`` wins; transformers logs this one).
+
+    >>> length_warnings(GenerationConfig(), max_length_given=False)[0][:50]
+    'Using the model-agnostic default `max_length` (=20'
+    >>> length_warnings(GenerationConfig(max_new_tokens=5), max_length_given=False)
+    []
+    """
+    messages = []
+    if not max_length_given and config.max_new_tokens is None and config.max_length == 20:
+        messages.append(f"Using the model-agnostic default `max_length` (={config.max_length}) to control the "
+                        "generation length. We recommend setting `max_new_tokens` to control the maximum length of "
+                        "the generation.")
+    if max_length_given and config.max_new_tokens is not None:
+        messages.append(f"Both `max_new_tokens` (={config.max_new_tokens}) and `max_length`(={config.max_length}) "
+                        "seem to have been set. `max_new_tokens` will take precedence. Set only one of them.")
+    return messages
+
+
 def _check_trace(trace: Any, mode: str) -> Recorder:
-    """``trace=None`` -> the no-op recorder; a Recorder as is (not for assisted or constrained decoding)."""
+    """``trace=None`` -> nobody watching; a Recorder as is (every mode but assisted generation)."""
     if trace is None:
         return NO_TRACE
     if not isinstance(trace, Recorder):
-        raise TypeError(f"`trace` has to be a refdecode.reference.trace.TraceRecorder (or None), but is {type(trace).__name__}")
-    if mode in ("assisted_generation", "constrained_beam_search", "contrastive_search"):
-        raise ValueError(f"`trace` records greedy, sample, beam search, beam sample and group beam search; {mode} "
-                         "is not traced (yet)")
+        raise TypeError(f"`trace` has to be a refdecode.reference.trace.TraceRecorder (or None), but is "
+                        f"{type(trace).__name__}")
+    if mode == "assisted_generation":
+        raise ValueError("`trace` records greedy, sample, contrastive search and the beam modes; assisted generation "
+                         "(several tokens per model call) is not traced")
     return trace
+
+
+# ---- generate
 
 
 def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
@@ -402,7 +216,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     :class:`~refdecode.text.streamers.TextStreamer`, ...) receives the prompt, then every new token (greedy
     and sample only, batch size 1, as transformers). ``assistant_model`` (a smaller model with the same
     vocabulary) or ``prompt_lookup_num_tokens=`` select assisted decoding (one prompt; greedy or sampling);
-    ``uniform`` replaces its acceptance uniforms (:mod:`refdecode.decoding.assisted_decoding`).
+    ``uniform`` replaces its acceptance uniforms (:mod:`refdecode.decoding.randomness`).
     ``prefix_allowed_tokens_fn(batch_id, row) -> allowed ids`` restricts every step
     (docs/bad-words-and-forcing.md); ``negative_prompt_ids`` / ``negative_prompt_attention_mask`` (one
     row per generated row) are the unconditional branch of ``guidance_scale`` (docs/guidance.md).
@@ -443,63 +257,27 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
             raise ValueError("`streamer` cannot be used with beam search (yet!). Make sure that `num_beams` is set "
                              "to 1.")
         streamer.put(input_ids)
-    trace = _check_trace(trace, mode)
-    trace.start(mode, input_ids, config)
+    recorder = _check_trace(trace, mode)
+    recorder.start(mode, input_ids, config)
     processors = logits_processors(config, prompt_len, logits_processor, prompt=input_ids, model=model,
                                    prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
                                    negative_prompt_ids=_negative_prompt(model, negative_prompt_ids),
                                    negative_prompt_attention_mask=negative_prompt_attention_mask,
                                    attention_mask=attention_mask)
     criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria, tokenizer)
-    common = dict(logits_processor=processors, stopping_criteria=criteria, pad_token_id=config.pad_token_id,
-                  eos_token_id=config.eos_token_id, output_scores=config.output_scores,
-                  output_logits=bool(config.output_logits), return_dict_in_generate=config.return_dict_in_generate)
-    if mode == "assisted_generation":
-        if config.output_hidden_states or config.output_attentions:
-            raise ValueError("`output_hidden_states` / `output_attentions` are not implemented by refdecode for "
-                             "assisted generation (transformers splits the verified tokens' states per token)")
-        return _assisted_generation(model, assistant_model, input_ids, attention_mask, config, logits_processor,
-                                    common, make_rng(rng, seed), draw, uniform or default_uniform, streamer, kwargs)
-    if mode == "contrastive_search":
-        if not config.use_cache:
-            raise ValueError("Contrastive search requires `use_cache=True`")
-        return contrastive_search(model, input_ids, top_k=config.top_k, penalty_alpha=config.penalty_alpha,
-                                  attention_mask=attention_mask, streamer=streamer,
-                                  output_hidden_states=config.output_hidden_states,
-                                  output_attentions=config.output_attentions, **common)
-    recorder = OutputRecorder.for_config(model, config)   # hidden states / attentions, when asked for
+    if mode == "assisted_generation" and (config.output_hidden_states or config.output_attentions):
+        raise ValueError("`output_hidden_states` / `output_attentions` are not implemented by refdecode for "
+                         "assisted generation (transformers splits the verified tokens' states per token)")
+    outputs = OutputRecorder.for_config(model, config)   # hidden states / attentions, when asked for
+    request = DecodeRequest(
+        mode, model if mode in ("contrastive_search", "assisted_generation") else outputs.model_for_loop, input_ids,
+        attention_mask, config, processors, criteria, recorder,
+        rng=make_rng(rng, seed) if mode in ("sample", "beam_sample", "assisted_generation") else None,
+        draw=draw or multinomial, uniform=uniform or default_uniform, streamer=streamer,
+        custom_processors=logits_processor, assistant_model=assistant_model, assistant_kwargs=tuple(kwargs))
+    result = run(request)
+    if mode in ("contrastive_search", "assisted_generation"):  # contrastive records its own states (the chosen
+        return result                                          # candidate's); assisted records none
     rows = batch * (config.num_return_sequences if mode == "sample" else 1 if mode == "greedy_search"
                     else config.num_beams)
-    return recorder.attach(_decode(mode, recorder.model_for_loop, input_ids, attention_mask, config, common,
-                                   batch, rng, seed, draw, streamer, trace), rows)
-
-
-def _decode(mode: str, model: Any, input_ids: np.ndarray, attention_mask: np.ndarray, config: GenerationConfig,
-            common: dict, batch: int, rng: Any, seed: Any, draw: Any, streamer: Any, trace: Recorder) -> Any:
-    """The loop ``mode`` selects (steps 10-13 of 4.38.2's generate): expand the rows, build its scorer, run it."""
-    if mode == "greedy_search":
-        return greedy_search(model, input_ids, attention_mask=attention_mask, streamer=streamer, trace=trace, **common)
-    if mode == "sample":
-        warpers, r = logits_warpers(config), config.num_return_sequences
-        return sample(model, np.repeat(input_ids, r, axis=0), attention_mask=np.repeat(attention_mask, r, axis=0),
-                      logits_warper=warpers, rng=rng, seed=seed, draw=draw, streamer=streamer, trace=trace, **common)
-    ids, mask = np.repeat(input_ids, config.num_beams, axis=0), np.repeat(attention_mask, config.num_beams, axis=0)
-    if mode == "constrained_beam_search":
-        constrained = ConstrainedBeamSearchScorer(
-            batch_size=batch, num_beams=config.num_beams, length_penalty=config.length_penalty,
-            constraints=constraints_from_config(config.constraints, config.force_words_ids),
-            do_early_stopping=config.early_stopping, num_beam_hyps_to_keep=config.num_return_sequences,
-            max_length=config.max_length)
-        return constrained_beam_search(model, ids, constrained, attention_mask=mask, **common)
-    warpers = logits_warpers(config) if mode == "beam_sample" else None
-    scorer = BeamSearchScorer(batch_size=batch, num_beams=config.num_beams, length_penalty=config.length_penalty,
-                              do_early_stopping=config.early_stopping,
-                              num_beam_hyps_to_keep=config.num_return_sequences,
-                              num_beam_groups=config.num_beam_groups if mode == "group_beam_search" else 1,
-                              max_length=config.max_length)
-    if mode == "beam_search":
-        return beam_search(model, ids, scorer, attention_mask=mask, trace=trace, **common)
-    if mode == "beam_sample":
-        return beam_sample(model, ids, scorer, logits_warper=warpers, attention_mask=mask, rng=rng, seed=seed,
-                           draw=draw, trace=trace, **common)
-    return group_beam_search(model, ids, scorer, attention_mask=mask, trace=trace, **common)
+    return outputs.attach(result, rows)

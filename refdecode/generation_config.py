@@ -1,8 +1,9 @@
 r"""``GenerationConfig``: every knob of ``generate``, with transformers 4.38.2's names and defaults.
 
-Contract: a dataclass validated once (``__post_init__`` and :meth:`GenerationConfig.update`);
-:func:`generation_mode` says which decoding algorithm it selects, as transformers'
-``_get_generation_mode`` does. ``generate.py`` turns it into processors, warpers and a loop.
+Contract: a dataclass validated once (``__post_init__`` and :meth:`GenerationConfig.update`).
+:func:`refdecode.dispatch.generation_mode` says which decoding algorithm it selects, as transformers'
+``_get_generation_mode`` does; :mod:`refdecode.pipeline` turns it into processors, warpers and stopping
+criteria.
 
 Every field of 4.38.2's ``GenerationConfig`` that a decoder-only model uses is implemented;
 ``cache_implementation="static"`` is refused as 4.38.2 refuses it for GPT-2. ``min_p`` and
@@ -10,8 +11,8 @@ Every field of 4.38.2's ``GenerationConfig`` that a decoder-only model uses is i
 Docs: docs/generate.md.
 
 >>> cfg = GenerationConfig(num_beams=4, num_return_sequences=2)
->>> generation_mode(cfg), cfg.max_length, cfg.top_k
-('beam_search', 20, 50)
+>>> cfg.num_beams, cfg.max_length, cfg.top_k
+(4, 20, 50)
 >>> GenerationConfig(num_beams=4, num_return_sequences=5)
 Traceback (most recent call last):
 ...
@@ -407,63 +408,9 @@ def generation_warnings(config: GenerationConfig) -> list[str]:
     return messages
 
 
-def length_warnings(config: GenerationConfig, max_length_given: bool) -> list[str]:
-    """``generate``'s length warnings (4.38.2 ``generate`` step 6 and ``_validate_generated_length``).
-
-    ``max_length_given``: ``max_length`` was passed to this ``generate`` call. Warns when the length
-    comes from the model-agnostic default ``max_length=20``, and when both ``max_length`` and
-    ``max_new_tokens`` are passed (``max_new_tokens`` wins; transformers logs this one).
-
-    >>> length_warnings(GenerationConfig(), max_length_given=False)[0][:50]
-    'Using the model-agnostic default `max_length` (=20'
-    >>> length_warnings(GenerationConfig(max_new_tokens=5), max_length_given=False)
-    []
-    """
-    messages = []
-    if not max_length_given and config.max_new_tokens is None and config.max_length == 20:
-        messages.append(f"Using the model-agnostic default `max_length` (={config.max_length}) to control the "
-                        "generation length. We recommend setting `max_new_tokens` to control the maximum length of "
-                        "the generation.")
-    if max_length_given and config.max_new_tokens is not None:
-        messages.append(f"Both `max_new_tokens` (={config.max_new_tokens}) and `max_length`(={config.max_length}) "
-                        "seem to have been set. `max_new_tokens` will take precedence. Set only one of them.")
-    return messages
-
-
 def _warn(messages: list[str]) -> None:
     for message in messages:
         warnings.warn(message, UserWarning, stacklevel=4)
-
-
-def generation_mode(config: GenerationConfig, assistant_model: Any = None) -> str:
-    """The decoding algorithm ``config`` selects, as 4.38.2's ``_get_generation_mode``.
-
-    ``constraints`` or ``force_words_ids`` set: "constrained_beam_search" (whatever the other fields);
-    num_beams == 1: "sample" (do_sample), "contrastive_search" (``penalty_alpha > 0`` and ``top_k > 1``) or
-    "greedy_search"; num_beams > 1:
-    "group_beam_search" (num_beam_groups > 1), else "beam_sample" (do_sample) or "beam_search".
-    An ``assistant_model`` or ``prompt_lookup_num_tokens`` turns greedy search and sampling into
-    "assisted_generation" (and is refused with beams).
-
-    >>> sampling, beam_sampling = GenerationConfig(do_sample=True), GenerationConfig(num_beams=2, do_sample=True)
-    >>> generation_mode(sampling), generation_mode(beam_sampling)
-    ('sample', 'beam_sample')
-    """
-    contrastive = config.top_k is not None and config.top_k > 1 and (config.penalty_alpha or 0) > 0
-    if config.constraints is not None or config.force_words_ids is not None:
-        mode = "constrained_beam_search"
-    elif config.num_beams == 1:
-        mode = "sample" if config.do_sample else "contrastive_search" if contrastive else "greedy_search"
-    elif config.num_beam_groups > 1:
-        mode = "group_beam_search"
-    else:
-        mode = "beam_sample" if config.do_sample else "beam_search"
-    if assistant_model is not None or config.prompt_lookup_num_tokens is not None:
-        if mode not in ("greedy_search", "sample"):
-            raise ValueError("You've set `assistant_model`, which triggers assisted generate. Currently, assisted "
-                             "generate is only supported with Greedy Search and Sample.")
-        mode = "assisted_generation"
-    return mode
 
 
 def model_generation_config(model: Any) -> GenerationConfig:

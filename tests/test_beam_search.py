@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from refdecode.decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
 from refdecode.decoding.beam.beam_search import beam_sample, beam_search
-from refdecode.decoding.loop import extend_beam_history, top_candidates
+from refdecode.decoding.beam.bookkeeping import extend_beam_history, top_candidates
 from refdecode.decoding.greedy import greedy_search
 from refdecode.testing import TableModel
 

@@ -23,7 +23,8 @@ from refdecode.decoding.beam.constraints import (
     constraints_from_config,
 )
 from refdecode.generate import generate
-from refdecode.generation_config import GenerationConfig, generation_mode
+from refdecode.generation_config import GenerationConfig
+from refdecode.dispatch import generation_mode
 from refdecode.testing import TableModel
 
 FILE = "decode_constrained.npz"

@@ -9,9 +9,21 @@ import numpy as np
 import pytest
 
 from refdecode.decoding.beam.beam_scorer import BeamSearchScorer
-from refdecode.decoding.loop import (append_tokens, check_beam_rows, check_no_nan, check_pad_token, collect,
-                                   decode_step, make_rng, model_capacity, prefill, repeat_run_length,
-                                   end_stream, step_records, stream)
+from refdecode.decoding.loop import (
+    append_tokens,
+    check_no_nan,
+    check_pad_token,
+    collect,
+    decode_step,
+    model_capacity,
+    prefill,
+    repeat_run_length,
+    end_stream,
+    step_records,
+    stream,
+)
+from refdecode.decoding.beam.bookkeeping import check_beam_rows
+from refdecode.decoding.randomness import make_rng
 from refdecode.testing import TableModel
 
 TABLE = np.log(np.array([[.1, .2, .7], [.6, .3, .1], [.2, .5, .3]], dtype=np.float32))

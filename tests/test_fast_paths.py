@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from refdecode.model.checkpoint import read_header, read_tensor
-from refdecode.decoding.loop import top_candidates
+from refdecode.decoding.beam.bookkeeping import top_candidates
 from refdecode.model.fast.layout import read_tensor_column_major
 from refdecode.model.kv_cache import KVCache
 

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from conftest import GOLDEN, MODELS
 
-from refdecode.generate import generate, logits_processors, logits_warpers
+from refdecode.generate import generate
+from refdecode.pipeline import logits_processors, logits_warpers
 from refdecode.generation_config import GenerationConfig
 from refdecode.model.modeling import GPT2
 from refdecode.processors.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor

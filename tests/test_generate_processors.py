@@ -17,7 +17,7 @@ import pytest
 from processor_golden import decode_case_ids, load, run_decode_case
 
 import refdecode
-from refdecode.generate import logits_processors, logits_warpers
+from refdecode.pipeline import logits_processors, logits_warpers
 from refdecode.generation_config import GenerationConfig
 from refdecode.testing import TableModel
 

@@ -10,7 +10,8 @@ import pytest
 from conftest import MODELS
 
 from refdecode.model.config import GPT2Config
-from refdecode.generation_config import GenerationConfig, generation_mode, generation_warnings
+from refdecode.generation_config import GenerationConfig, generation_warnings
+from refdecode.dispatch import generation_mode
 
 # transformers 4.38.2 generation/configuration_utils.py, GenerationConfig.__init__
 DEFAULTS_4_38_2 = dict(

@@ -16,7 +16,8 @@ from conftest import MODELS
 
 from refdecode import GPT2, Tokenizer, generate
 from refdecode.testing import TableModel
-from refdecode.reference.trace import NO_TRACE, TRACE_SCHEMA, Recorder, TraceRecorder, replay, summarize_rows
+from refdecode.recorder import NO_TRACE, Recorder
+from refdecode.reference.trace import TRACE_SCHEMA, TraceRecorder, replay, summarize_rows
 
 
 @pytest.fixture(scope="module")
@@ -209,12 +210,47 @@ def test_group_beam_search_records_each_group_with_its_rows():
     assert [c["group"] for c in trace["steps"][1]["candidates"]] == [0, 1]
 
 
-def test_assisted_and_constrained_decoding_are_not_traced_and_say_so():
-    model = _table_model()
-    with pytest.raises(ValueError, match="assisted_generation is not traced"):
-        generate(model, np.array([[1, 2, 1, 2]]), max_new_tokens=3, prompt_lookup_num_tokens=2, trace=TraceRecorder())
-    with pytest.raises(ValueError, match="constrained_beam_search is not traced"):
-        generate(model, np.array([[1, 2]]), max_new_tokens=3, num_beams=2, force_words_ids=[[4]], trace=TraceRecorder())
+def test_assisted_decoding_is_not_traced_and_says_so():
+    with pytest.raises(ValueError, match="assisted generation .* is not traced"):
+        generate(_table_model(), np.array([[1, 2, 1, 2]]), max_new_tokens=3, prompt_lookup_num_tokens=2,
+                 trace=TraceRecorder())
+
+
+def test_constrained_beam_search_is_traced_with_every_tokens_total():
+    """The constrained loop records log-softmax, each processor, then transformers' ``scores_for_all_vocab`` (the
+    processed log-probs plus the running scores), the candidates and the selection, like the other beam loops."""
+    recorder = TraceRecorder()
+    out = generate(_table_model(), np.array([[1, 2]]), max_new_tokens=4, num_beams=2, force_words_ids=[[4]],
+                   repetition_penalty=1.3, trace=recorder)
+    trace = recorder.to_dict()
+    jsonschema.validate(trace, TRACE_SCHEMA)
+    assert trace["mode"] == "constrained_beam_search"
+    assert [s["name"] for s in trace["steps"][0]["stages"]] == [
+        "log_softmax", "RepetitionPenaltyLogitsProcessor", "scores_for_all_vocab"]
+    first = trace["steps"][0]
+    # step 0: only beam 0 is live (the other starts at -1e9), so the totals of row 0 are its processed log-probs
+    assert first["stages"][2]["values"][0]["values"] == first["stages"][1]["values"][0]["values"]
+    assert 4 in out[0, 2:]
+    assert trace["final"]["sequences"] == out.tolist()
+    assert len(trace["steps"]) == out.shape[1] - 2
+
+
+def test_contrastive_search_is_traced_with_its_ranking():
+    """Each step records the k candidates of every row and their contrastive scores; the token appended is the
+    candidate with the best score (the first among equal), and the final sequences are the output."""
+    model = GPT2.from_pretrained(MODELS / "gpt2-tiny")
+    recorder = TraceRecorder()
+    out = generate(model, np.array([[15496, 11, 616]]), max_new_tokens=5, penalty_alpha=0.6, top_k=4,
+                   trace=recorder)
+    trace = recorder.to_dict()
+    jsonschema.validate(trace, TRACE_SCHEMA)
+    assert trace["mode"] == "contrastive_search"
+    for t, step in enumerate(trace["steps"]):
+        (ranked,) = step["ranked"]
+        assert len(ranked["tokens"]) == 4
+        best = ranked["tokens"][int(np.argmax(ranked["scores"]))]
+        assert step["selected"][0]["tokens"] == [best] == [int(out[0, 3 + t])]
+    assert trace["final"]["sequences"] == out.tolist()
 
 
 def test_a_minimal_trace_from_another_engine_is_schema_valid():

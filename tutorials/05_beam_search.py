@@ -21,7 +21,7 @@ import numpy as np
 from _common import TOY_EOS, load, show, toy_ids, toy_model, toy_text
 
 from refdecode import BeamHypotheses, BeamSearchScorer, beam_search, greedy_search, log_softmax
-from refdecode.decoding.loop import top_candidates
+from refdecode.decoding.beam.bookkeeping import top_candidates
 
 # %% [markdown]
 # ## 1. The loop, on the toy model with an end token  `# NEW`

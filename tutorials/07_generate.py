@@ -35,7 +35,7 @@ from refdecode import (
     group_beam_search,
     sample,
 )
-from refdecode.generation_config import generation_mode
+from refdecode.dispatch import generation_mode
 
 model, tokenizer = load()
 EOS = model.config.eos_token_id

@@ -358,7 +358,7 @@ def _cases_hamming_whole() -> Iterator[Case]:
 
 
 def _cases_top_candidates() -> Iterator[Case]:
-    from refdecode.decoding.loop import top_candidates
+    from refdecode.decoding.beam.bookkeeping import top_candidates
     total = np.array([[[-1.0, -3.0, -2.5], [-1.2, -0.5, -4.0]]], dtype=np.float32)
     yield "both beams contribute", dict(total=total, n=4), tuple(a.tolist() for a in top_candidates(total, 4))
     first = np.array([[[-1.0, -2.0, -3.0], [-1e9, -1e9, -1e9]]], dtype=np.float32)
@@ -386,7 +386,7 @@ def _same_candidates(expected: Any, got: Any) -> str | None:
 
 
 def _cases_generation_mode() -> Iterator[Case]:
-    from refdecode.generation_config import generation_mode
+    from refdecode.dispatch import generation_mode
     for kwargs in [{}, {"do_sample": True}, {"num_beams": 4}, {"num_beams": 4, "do_sample": True},
                    {"num_beams": 4, "num_beam_groups": 2, "diversity_penalty": 1.0}, {"num_beams": 1, "top_k": 5},
                    {"num_beams": 2, "num_beam_groups": 2, "diversity_penalty": 0.5}]:

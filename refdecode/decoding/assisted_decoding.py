@@ -32,19 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from . import randomness
-from .candidate_generator import AssistedCandidateGenerator, extend_mask
-from .loop import check_no_nan, loop_defaults, make_rng, model_capacity
 from ..generation_output import GenerateDecoderOnlyOutput
-from ..processors.logits_process import LogitsProcessorList
 from ..numerics import softmax
+from ..processors.logits_process import LogitsProcessorList
+from .candidate_generator import AssistedCandidateGenerator, extend_mask
+from .loop import (check_no_nan, check_pad_token, collect, decoder_output, loop_defaults, model_capacity,
+                   step_records, stream)
+from .randomness import checked_draw, make_rng, multinomial, uniform
 
-__all__ = ["assisted_decoding", "verify", "count_matches", "speculative_sampling", "uniform"]
-
-
-def uniform(n: int, rng: np.random.Generator) -> np.ndarray:
-    """n uniforms in [0, 1), float64 (n,): the acceptance draws of :func:`speculative_sampling`."""
-    return rng.random(n)
+__all__ = ["assisted_decoding", "verify", "count_matches", "speculative_sampling"]
 
 
 def verify(model: Any, candidate_ids: np.ndarray, attention_mask: np.ndarray | None, cache: Any,
@@ -152,13 +148,11 @@ def assisted_decoding(model: Any, input_ids: np.ndarray, candidate_generator: An
     logits_processor, criteria, pad_token_id, eos = loop_defaults(
         model, logits_processor, stopping_criteria, max_length, pad_token_id, eos_token_id)
     logits_warper = LogitsProcessorList(logits_warper if logits_warper is not None else [])
-    if eos is not None and pad_token_id is None:
-        raise ValueError("If `eos_token_id` is defined, make sure that `pad_token_id` is defined.")
+    check_pad_token(eos, pad_token_id)
     if input_ids.shape[0] != 1:
         raise ValueError(f"assisted generate is only supported for batch_size = 1, got {input_ids.shape[0]} rows")
-    rng, draw = make_rng(rng, seed), draw if draw is not None else randomness.multinomial
-    scores = () if (return_dict_in_generate and output_scores) else None
-    raw_logits = () if (return_dict_in_generate and output_logits) else None
+    rng, draw = make_rng(rng, seed), draw if draw is not None else multinomial
+    scores, raw_logits = step_records(return_dict_in_generate, output_scores, output_logits)
     max_len, n_positions = criteria.max_length, int(model.config.n_positions)
     cache = model.new_cache(1, model_capacity(model, max_len))
     while True:
@@ -182,26 +176,22 @@ def assisted_decoding(model: Any, input_ids: np.ndarray, candidate_generator: An
                                             last_is_eos, max_matches, rng, draw, uniform)
         else:
             if do_sample:
-                selected = draw(softmax(new_scores[0]), 1, False, rng)[:, 0].astype(np.int64)  # (c + 1,)
+                selected = checked_draw(draw, softmax(new_scores[0]), 1, False, rng)[:, 0]  # (c + 1,)
             else:
                 selected = np.argmax(new_scores[0], axis=-1).astype(np.int64)  # (c + 1,)
             n = count_matches(candidate_ids[0, cur_len:], selected, last_is_eos, max_matches)
             valid = selected[: n + 1]
         # 4) append n + 1 tokens; the cache keeps all but the newest (it is fed next round)
         input_ids = np.concatenate([input_ids, valid[None, :]], axis=1)  # (1, S) -> (1, S + n + 1)
-        if streamer is not None:
-            streamer.put(valid[None, :])
+        stream(streamer, valid[None, :])
         cache.crop(input_ids.shape[1] - 1)
         candidate_generator.update_candidate_strategy(input_ids, new_scores, n)
-        scores = scores + tuple(new_scores[:, i] for i in range(n + 1)) if scores is not None else None
-        raw_logits = raw_logits + (logits,) if raw_logits is not None else None
+        for i in range(n + 1):
+            scores = collect(scores, new_scores[:, i])
+        raw_logits = collect(raw_logits, logits)
         # 5) stopping: the newest token is eos, or a criterion fires
         if (eos is not None and int(input_ids[0, -1]) in eos) | criteria(input_ids, scores):
             break
-    if streamer is not None:
-        streamer.end()
     if isinstance(candidate_generator, AssistedCandidateGenerator):
         candidate_generator.keep_num_assistant_tokens()
-    if return_dict_in_generate:
-        return GenerateDecoderOnlyOutput(sequences=input_ids, scores=scores, logits=raw_logits, past_key_values=cache)
-    return input_ids
+    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer, criteria)

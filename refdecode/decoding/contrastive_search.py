@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from .loop import (append_and_stop, check_no_nan, check_pad_token, collect, end_stream,
-                          loop_defaults, model_capacity, step_records)
 from ..generation_output import GenerateDecoderOnlyOutput
 from ..numerics import softmax
+from ..recorder import NO_TRACE, Recorder
+from .loop import append_and_stop, check_no_nan, check_pad_token, collect, end_stream, loop_defaults, model_capacity, step_records
 
-__all__ = ["contrastive_search", "degeneration_penalty", "rank_candidates"]
+__all__ = ["contrastive_search", "degeneration_penalty", "contrastive_scores", "rank_candidates"]
 
 
 def degeneration_penalty(context: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -53,12 +53,24 @@ def degeneration_penalty(context: np.ndarray, candidates: np.ndarray) -> np.ndar
     return cosine.max(axis=-1)                                                         # (N, k)
 
 
-def rank_candidates(context: np.ndarray, candidates: np.ndarray, probs: np.ndarray, penalty_alpha: float
-                    ) -> np.ndarray:
-    r"""transformers' ``_ranking_fast``: the index (N,) of each row's best candidate, float32 scores
-    :math:`(1 - \alpha)\, p - \alpha \cdot \text{penalty}`; the first among equal scores.
+def contrastive_scores(context: np.ndarray, candidates: np.ndarray, probs: np.ndarray,
+                       penalty_alpha: float) -> np.ndarray:
+    r"""Each candidate's contrastive score, float32 (N, k): :math:`(1 - \alpha)\, p - \alpha \cdot \text{penalty}`.
 
     context (N, S, E); candidates (N, k, E); probs (N, k) (descending).
+
+    >>> ctx = np.array([[[1.0, 0.0]]], dtype=np.float32)
+    >>> cands = np.array([[[1.0, 0.0], [0.0, 1.0]]], dtype=np.float32)     # a repeat and a new direction
+    >>> contrastive_scores(ctx, cands, np.array([[0.6, 0.4]], dtype=np.float32), 0.5).round(4)   # 0.3 - 0.5, 0.2 - 0
+    array([[-0.2,  0.2]], dtype=float32)
+    """
+    return (1.0 - penalty_alpha) * probs - penalty_alpha * degeneration_penalty(context, candidates)  # (N, k)
+
+
+def rank_candidates(context: np.ndarray, candidates: np.ndarray, probs: np.ndarray, penalty_alpha: float
+                    ) -> np.ndarray:
+    r"""transformers' ``_ranking_fast``: the index (N,) of each row's best candidate by
+    :func:`contrastive_scores`; the first among equal scores.
 
     >>> ctx = np.array([[[1.0, 0.0]]], dtype=np.float32)
     >>> cands = np.array([[[1.0, 0.0], [0.0, 1.0]]], dtype=np.float32)     # a repeat and a new direction
@@ -66,8 +78,7 @@ def rank_candidates(context: np.ndarray, candidates: np.ndarray, probs: np.ndarr
     >>> rank_candidates(ctx, cands, probs, 0.0), rank_candidates(ctx, cands, probs, 0.5)
     (array([0]), array([1]))
     """
-    scores = (1.0 - penalty_alpha) * probs - penalty_alpha * degeneration_penalty(context, candidates)  # (N, k)
-    return np.argmax(scores, axis=-1)
+    return np.argmax(contrastive_scores(context, candidates, probs, penalty_alpha), axis=-1)
 
 
 def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalty_alpha: float = 0.0,
@@ -76,7 +87,7 @@ def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalt
                        output_scores: bool = False, output_logits: bool = False, output_hidden_states: bool = False,
                        output_attentions: bool = False, return_dict_in_generate: bool = False,
                        attention_mask: np.ndarray | None = None, streamer: Any = None,
-                       ) -> np.ndarray | GenerateDecoderOnlyOutput:
+                       recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
     """Contrastive search over the N rows of ``input_ids`` int64 (N, T); see the module docstring.
 
     ``scores`` records the processed logits of every step; ``hidden_states`` / ``attentions`` (with
@@ -98,8 +109,10 @@ def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalt
     cache = cache.expand(k)                                                   # (N*k rows): one per candidate
     mask = None if attention_mask is None else np.repeat(attention_mask, k, axis=0)  # (N*k, T)
     while unfinished.any():
+        recorder.step(input_ids)
         # 2) processors on the logits; the candidates are the k most probable tokens
-        next_scores = check_no_nan(logits_processor(input_ids, logits), input_ids.shape[1], model, logits)
+        next_scores = check_no_nan(logits_processor(input_ids, recorder.stage("logits", logits), recorder=recorder),
+                                   input_ids.shape[1], model, logits)
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         hidden, attentions = collect(hidden, step.hidden_states), collect(attentions, step.attentions)
         probs = softmax(next_scores)                                          # (N, V)
@@ -110,7 +123,9 @@ def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalt
                      output_attentions=output_attentions)
         candidates = step.hidden_states[-1].reshape(rows, k, -1)              # (N*k, 1, E) -> (N, k, E)
         # 4) selection: confidence minus the degeneration penalty; keep the chosen candidate's state
-        selected = rank_candidates(context, candidates, np.take_along_axis(probs, top_ids, axis=-1), penalty_alpha)
+        ranking = contrastive_scores(context, candidates, np.take_along_axis(probs, top_ids, axis=-1), penalty_alpha)
+        recorder.ranked(top_ids, ranking)
+        selected = np.argmax(ranking, axis=-1)                                # (N,) the first among equal scores
         chosen = np.arange(rows) * k + selected                               # (N,) rows of the candidate batch
         context = np.concatenate([context, candidates[np.arange(rows), selected][:, None]], axis=1)  # (N, T+1, E)
         logits = step.logits[chosen, -1, :]                                   # (N, V)
@@ -118,7 +133,9 @@ def contrastive_search(model: Any, input_ids: np.ndarray, top_k: int = 1, penalt
         cache.reorder(np.repeat(chosen, k))                                   # every copy continues the chosen one
         # 5) bookkeeping and stopping, as greedy search
         input_ids, unfinished = append_and_stop(input_ids, top_ids[np.arange(rows), selected], unfinished, eos,
-                                                pad_token_id, criteria, scores, streamer)
+                                                pad_token_id, criteria, scores, streamer, recorder)
+    recorder.stopped(criteria, input_ids)
+    recorder.final(input_ids)
     end_stream(streamer)
     if not return_dict_in_generate:
         return input_ids

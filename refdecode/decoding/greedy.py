@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .loop import (append_and_stop, check_no_nan, check_pad_token, collect, decode_step, decoder_output,
-                          loop_defaults, model_capacity, prefill, step_records)
 from ..generation_output import GenerateDecoderOnlyOutput
-from ..reference.trace import NO_TRACE, Recorder
+from ..recorder import NO_TRACE, Recorder
+from .loop import (append_and_stop, check_no_nan, check_pad_token, collect, decode_step, decoder_output,
+                   loop_defaults, model_capacity, prefill, step_records)
 
 __all__ = ["greedy_search"]
 
@@ -34,7 +34,7 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
                   eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                   output_logits: bool = False, return_dict_in_generate: bool = False,
                   attention_mask: np.ndarray | None = None, streamer: Any = None,
-                  trace: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
+                  recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
     """Greedy decoding of the N rows of ``input_ids`` (int64 (N, T)); ``attention_mask`` (N, T) or None.
 
     ``streamer`` (see :mod:`refdecode.text.streamers`) receives each step's (N,) tokens, then ``end()``.
@@ -58,9 +58,9 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
     # 1) model call: the prompt once, then one token per step (at the end of the loop)
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while unfinished.any():  # until every row is finished (step 5)
-        trace.step(input_ids)
+        recorder.step(input_ids)
         # 2) processors on the raw logits (N, V)
-        next_scores = check_no_nan(logits_processor(input_ids, trace.stage("logits", logits), recorder=trace),
+        next_scores = check_no_nan(logits_processor(input_ids, recorder.stage("logits", logits), recorder=recorder),
                                    input_ids.shape[1], model, logits)
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: argmax, lowest id on ties
@@ -68,7 +68,7 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
         # 4) bookkeeping: finished rows get pad, append (N, T) -> (N, T+1), stream; 5) stopping: a row is finished
         #    once it emitted eos or a criterion stops it (the batch, or per row)
         input_ids, unfinished = append_and_stop(input_ids, next_tokens, unfinished, eos, pad_token_id, criteria,
-                                                scores, streamer, trace)
+                                                scores, streamer, recorder)
         if unfinished.any():  # 1) model call for the next step: the newest token of each row, cached
             logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
-    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer, criteria, trace)
+    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer, criteria, recorder)

@@ -1,11 +1,12 @@
-r"""What every decode loop shares: the model calls, the argument defaults, the NaN check, the random generator,
-and the bookkeeping that greedy/sample and the beam loops repeat at every step.
+r"""What every decode loop shares: the model calls, the argument defaults, the NaN check and the per-row
+bookkeeping of the loops that add one token per row per step.
 
-Contract: the loops (``greedy.py``, ``sampling.py``, ``beam_search.py``, ``group_beam_search.py``, and any
-loop added later) import this module and never each other, so each loop file holds only what makes its
-algorithm different: which scores it computes and how it selects. This module knows nothing about
-which algorithm runs; it turns token ids into next-token logits through the KV cache and does the
-row bookkeeping around the selection.
+Contract: the loops (``greedy.py``, ``sampling.py``, ``contrastive_search.py``, ``assisted_decoding.py``, the
+beam loops in ``beam/``, and any loop added later) import this module and never each other, so each loop
+file holds only what makes its algorithm different: which scores it computes and how it selects. This
+module knows nothing about which algorithm runs, and nothing about beams (their bookkeeping is
+:mod:`refdecode.decoding.beam.bookkeeping`, which only the beam loops import); it turns token ids into
+next-token logits through the KV cache and does the row bookkeeping around the selection.
 
 The model side (transformers takes ``logits[:, -1, :]`` without an upcast; so do we, float32):
 
@@ -19,7 +20,7 @@ The model side (transformers takes ``logits[:, -1, :]`` without an upcast; so do
   ids come from the mask inside the model (``cumsum - 1``, pads at 1), as GPT-2's
   ``prepare_inputs_for_generation`` computes them.
 
-Docs: docs/index.md (the model side), docs/greedy.md and docs/beam-search.md (the bookkeeping).
+Docs: docs/index.md (the model side), docs/greedy.md (the bookkeeping).
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from .beam.beam_scorer import BeamSearchScorer
 from ..generation_config import model_generation_config
-from ..generation_output import GenerateBeamDecoderOnlyOutput, GenerateDecoderOnlyOutput
+from ..generation_output import GenerateDecoderOnlyOutput
 from ..processors.logits_process import LogitsProcessorList
-from .seed import default_generator
+from ..recorder import NO_TRACE, Recorder
 from .stopping_criteria import (
     MaxLengthCriteria,
     StoppingCriteriaList,
@@ -42,14 +42,10 @@ from .stopping_criteria import (
     update_unfinished,
     validate_stopping_criteria,
 )
-from ..reference.trace import NO_TRACE, Recorder
-from ..validation import check_integer
 
-__all__ = ["prefill", "decode_step", "repeat_run_length", "model_capacity", "loop_defaults",
-           "check_pad_token",
-           "check_no_nan", "make_rng", "collect", "step_records", "append_tokens", "append_and_stop", "stream", "end_stream",
-           "decoder_output", "check_beam_rows", "top_candidates", "extend_beam_history", "advance_beams",
-           "follow_beams", "finish_beams"]
+__all__ = ["prefill", "decode_step", "repeat_run_length", "model_capacity", "loop_defaults", "check_pad_token",
+           "check_no_nan", "collect", "step_records", "append_tokens", "append_and_stop", "stream", "end_stream",
+           "decoder_output"]
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -173,20 +169,6 @@ def check_no_nan(scores: np.ndarray, step: int, model: Any = None, logits: np.nd
     return scores
 
 
-def make_rng(rng: np.random.Generator | None = None, seed: int | None = None) -> np.random.Generator:
-    """The generator to draw from: ``rng`` if given, else ``np.random.default_rng(seed)``; with neither, the
-    default generator of :func:`refdecode.decoding.seed.set_seed` (fresh entropy if it was never called)."""
-    if rng is not None and seed is not None:
-        raise ValueError("pass either `rng` or `seed`, not both")
-    if rng is not None and not isinstance(rng, np.random.Generator):
-        raise TypeError(f"`rng` has to be a numpy.random.Generator, but is {type(rng).__name__}")
-    if rng is not None:
-        return rng
-    if seed is not None:
-        return np.random.default_rng(check_integer("seed", seed, minimum=0))
-    return default_generator()  # set_seed's, else fresh
-
-
 # ----------------------------------------------------------------------------------------------------
 # What the loops record per step
 # ----------------------------------------------------------------------------------------------------
@@ -242,126 +224,26 @@ def end_stream(streamer: Any) -> None:
 
 def append_and_stop(input_ids: np.ndarray, next_tokens: np.ndarray, unfinished: np.ndarray, eos: list[int] | None,
                     pad_token_id: int | None, criteria: Any, scores: tuple | None, streamer: Any = None,
-                    trace: Recorder = NO_TRACE) -> tuple[np.ndarray, np.ndarray]:
+                    recorder: Recorder = NO_TRACE) -> tuple[np.ndarray, np.ndarray]:
     """Steps 4 and 5 of greedy / sample: :func:`append_tokens`, then a row is also finished once a stopping
-    criterion stops it (for the batch, or per row as in 4.39); the trace sees the tokens and the rows left.
+    criterion stops it (for the batch, or per row as in 4.39); the recorder sees the tokens and the rows left.
 
     input_ids (N, T) -> (N, T+1); next_tokens (N,); unfinished (N,) 1/0 -> (N,) 1/0.
     """
     input_ids, unfinished = append_tokens(input_ids, next_tokens, unfinished, eos, pad_token_id, streamer)
     unfinished = stop_rows(criteria(input_ids, scores), unfinished)
-    trace.selected(input_ids[:, -1], unfinished)
+    recorder.selected(input_ids[:, -1], unfinished)
     return input_ids, unfinished
 
 
 def decoder_output(input_ids: np.ndarray, scores: tuple | None, raw_logits: tuple | None, cache: Any,
                    return_dict_in_generate: bool, streamer: Any = None, criteria: Any = None,
-                   trace: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
+                   recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
     """The end of greedy/sample: the trace notes what stopped the loop and its result, the stream ends; the
     sequences, or with ``return_dict_in_generate`` the output object."""
-    trace.stopped(criteria, input_ids)
-    trace.final(input_ids)
+    recorder.stopped(criteria, input_ids)
+    recorder.final(input_ids)
     end_stream(streamer)
     if return_dict_in_generate:
         return GenerateDecoderOnlyOutput(sequences=input_ids, scores=scores, logits=raw_logits, past_key_values=cache)
     return input_ids
-
-
-# ----------------------------------------------------------------------------------------------------
-# The beam loops: candidates, the scorer's step, the final hypotheses
-# ----------------------------------------------------------------------------------------------------
-
-
-def check_beam_rows(input_ids: np.ndarray, beam_scorer: BeamSearchScorer) -> None:
-    """``input_ids`` must hold batch_size * num_beams rows (each prompt repeated K times)."""
-    if input_ids.shape[0] != beam_scorer.batch_size * beam_scorer.num_beams:
-        raise ValueError(f"Batch dimension of `input_ids` should be "
-                         f"{beam_scorer.batch_size * beam_scorer.num_beams}, but is {input_ids.shape[0]}.")
-
-
-def top_candidates(total: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[batch, beam, vocab] scores -> the n best per batch row: scores, beam, token, each [batch, n].
-
-    Ranked by score, descending; equal scores by lower flat index ``beam*V + token`` first: the first n
-    of a stable argsort of the K*V negated scores.
-
-    Speed-up, exact: a full stable sort of the K*V = 4 * 50257 scores of GPT-2 costs ~16 ms per step; this
-    costs ~1 ms. ``np.partition`` finds the n-th best score ``kth`` (linear time); the pool of every index
-    scoring ``>= kth`` (ascending flat index) holds the n best of the full sort in the same relative order,
-    so a stable sort of the pool starts with the same n (more than n only when scores tie with ``kth``).
-
-    >>> total = np.array([[[-1.0, -3.0], [-1.0, -0.5]]], dtype=np.float32)   # (1, K=2, V=2)
-    >>> top_candidates(total, 3)
-    (array([[-0.5, -1. , -1. ]], dtype=float32), array([[1, 0, 1]]), array([[1, 0, 0]]))
-    """
-    batch, beams, vocab = total.shape
-    n = min(n, beams * vocab)                                           # as [:, :n] of a full sort would
-    flat = total.reshape(batch, beams * vocab)                          # (B, K, V) -> (B, K*V)
-    kth = -np.partition(-flat, n - 1, axis=1)[:, n - 1]                 # (B,) the n-th best score
-    order = np.empty((batch, n), dtype=np.int64)                        # (B, n) flat indices
-    for b in range(batch):  # a few prompts; the pool differs in size per row
-        pool = np.flatnonzero(flat[b] >= kth[b])                        # ascending flat index
-        order[b] = pool[np.argsort(-flat[b, pool], kind="stable")[:n]]
-    return np.take_along_axis(flat, order, axis=1), order // vocab, order % vocab
-
-
-def extend_beam_history(history: np.ndarray | None, beam_idx: np.ndarray) -> np.ndarray | None:
-    """[rows, steps] beam-index history -> [rows, steps + 1]: row i continues old row beam_idx[i].
-
-    transformers: ``beam_indices = tuple(beam_indices[beam_idx[i]] + (beam_idx[i],) ...)``.
-
-    >>> extend_beam_history(np.array([[0], [0]]), np.array([1, 0]))
-    array([[0, 1],
-           [0, 0]])
-    """
-    if history is None:
-        return None
-    return np.concatenate([history[beam_idx], beam_idx[:, None]], axis=1)
-
-
-def advance_beams(beam_scorer: BeamSearchScorer, input_ids: np.ndarray, candidates: tuple, history: Any,
-                  cache: Any, pad_token_id: int | None, eos: list[int] | None, prompt_len: int,
-                  trace: Recorder = NO_TRACE) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """One beam step's bookkeeping: the scorer splits the ranked candidates into finished and running
-    beams (:meth:`~refdecode.decoding.beam.beam_scorer.BeamSearchScorer.process`), then :func:`follow_beams`.
-
-    ``candidates``: (scores, beams, tokens), each (B, C), best first. input_ids (B*K, T) -> (B*K, T+1);
-    returns it with the running scores (B, K) float32 and the history (B*K, steps + 1) (or None).
-    """
-    cand_scores, cand_beams, cand_tokens = candidates
-    step = beam_scorer.process(input_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=pad_token_id,
-                               eos_token_id=eos, beam_indices=history, decoder_prompt_len=prompt_len)
-    trace.beam_step(beam_scorer, step, cand_scores, cand_beams, cand_tokens, input_ids, eos, prompt_len)
-    return follow_beams(step, input_ids, history, cache, beam_scorer.batch_size)
-
-
-def follow_beams(step: dict, input_ids: np.ndarray, history: Any, cache: Any,
-                 batch_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The ids, the cache and the beam-index history follow the running beams a scorer's ``process`` chose.
-
-    ``step``: ``next_beam_scores`` / ``next_beam_tokens`` / ``next_beam_indices``, each (B*K,).
-    input_ids (B*K, T) -> (B*K, T+1); returns it with the running scores (B, K) and the history (or None).
-    """
-    beam_idx, next_tokens = step["next_beam_indices"], step["next_beam_tokens"]  # (B*K,) each
-    input_ids = np.concatenate([input_ids[beam_idx], next_tokens[:, None]], axis=1)  # (B*K, T+1)
-    cache.reorder(beam_idx)
-    beam_scores = step["next_beam_scores"].reshape(batch_size, -1)  # (B*K,) -> (B, K)
-    return input_ids, beam_scores, extend_beam_history(history, beam_idx)
-
-
-def finish_beams(beam_scorer: BeamSearchScorer, input_ids: np.ndarray, beam_scores: np.ndarray, history: Any,
-                 max_length: int | None, pad_token_id: int | None, eos: list[int] | None, prompt_len: int,
-                 records: tuple[tuple | None, tuple | None], cache: Any, return_dict_in_generate: bool,
-                 output_scores: bool, trace: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
-    """``BeamSearchScorer.finalize`` on the running beams -> the sequences, or the output object
-    (``sequences_scores`` only with ``output_scores``). ``records``: the (scores, raw logits) of the loop."""
-    final = beam_scorer.finalize(input_ids, beam_scores.reshape(-1), max_length=max_length,
-                                 pad_token_id=pad_token_id, eos_token_id=eos, beam_indices=history,
-                                 decoder_prompt_len=prompt_len)
-    trace.final(final["sequences"], final["sequence_scores"], final["beam_indices"])
-    if not return_dict_in_generate:
-        return final["sequences"]
-    scores, raw_logits = records
-    return GenerateBeamDecoderOnlyOutput(
-        sequences=final["sequences"], sequences_scores=final["sequence_scores"] if output_scores else None,
-        scores=scores, logits=raw_logits, beam_indices=final["beam_indices"], past_key_values=cache)

@@ -1,12 +1,13 @@
-r"""The one place where refdecode draws random numbers: ``multinomial``, like ``torch.multinomial``.
+r"""Where refdecode's random numbers come from: the generator, the multinomial draw, the acceptance uniforms.
 
-Contract: probabilities (N, V) in, token indices (N, num_samples) int64 out. Randomness comes only
-from the ``np.random.Generator`` passed in (``sample`` and ``beam_sample`` build it from ``seed=``
-or take ``rng=``), so the same seed gives the same tokens. The decode loops take a ``draw=``
-argument defaulting to this function; a test can pass a replacement that replays the tokens
-transformers drew, which is how the sampling golden files are compared (torch's and NumPy's
-random streams are different, so the draws themselves cannot match: see
-``../shared/notes`` point 21, "RNG is not portable").
+Contract: every random number of refdecode is drawn here, from an explicit ``np.random.Generator``:
+:func:`make_rng` gives a loop its generator (``rng=``, or ``seed=``, or the default generator of
+:func:`set_seed`); :func:`multinomial` draws token indices like ``torch.multinomial`` (probabilities (N, V)
+in, indices (N, num_samples) int64 out); :func:`uniform` draws the acceptance uniforms of speculative
+sampling (:mod:`refdecode.decoding.assisted_decoding`). The loops take ``draw=`` (default
+:func:`multinomial`) and assisted decoding ``uniform=``, so that a test can replay the tokens transformers
+drew: torch's and NumPy's random streams differ, so the draws themselves cannot match (docs/golden-reference.md,
+"what cannot be compared").
 
 Inverse-CDF sampling, one uniform per draw:
 
@@ -16,15 +17,68 @@ Without replacement (what beam sample asks for: 2K distinct candidates), a drawn
 probability set to zero and the row is renormalised before the next draw; this is sequential
 sampling without replacement, the same distribution ``torch.multinomial(replacement=False)``
 samples from. How a port uses ``draw=`` to compare against refdecode: docs/golden-reference.md.
+
+``set_seed(s)`` is transformers' one-call seeding, for ported code that calls ``transformers.set_seed(s)``
+and then samples without a generator: it seeds Python's ``random``, NumPy's legacy global state, and a
+**default generator** that sampling uses when neither ``rng`` nor ``seed`` is given (before any
+``set_seed``, that case draws from fresh OS entropy, as ``np.random.default_rng()`` does). As with torch's
+global generator, consecutive calls continue one stream: the same script gives the same outputs, but two
+calls in one script differ.
+
+>>> set_seed(0); a = default_generator().random()
+>>> set_seed(0); b = default_generator().random()
+>>> a == b == np.random.default_rng(0).random()
+True
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["multinomial", "checked_draw"]
+from ..validation import check_integer
+
+__all__ = ["set_seed", "default_generator", "make_rng", "multinomial", "checked_draw", "uniform"]
+
+
+# ---- the generator
+
+
+_generator: np.random.Generator | None = None
+
+
+def set_seed(seed: int) -> None:
+    """Seed ``random``, ``np.random`` and refdecode's default generator with ``seed`` (a non-negative int)."""
+    global _generator
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative integer, but is {seed!r}")
+    random.seed(int(seed))
+    np.random.seed(int(seed) % 2**32)
+    _generator = np.random.default_rng(int(seed))
+
+
+def default_generator() -> np.random.Generator:
+    """The generator sampling uses without ``rng``/``seed``: the one ``set_seed`` made, else a fresh one."""
+    return _generator if _generator is not None else np.random.default_rng()
+
+
+def make_rng(rng: np.random.Generator | None = None, seed: int | None = None) -> np.random.Generator:
+    """The generator to draw from: ``rng`` if given, else ``np.random.default_rng(seed)``; with neither, the
+    default generator of :func:`refdecode.decoding.randomness.set_seed` (fresh entropy if it was never called)."""
+    if rng is not None and seed is not None:
+        raise ValueError("pass either `rng` or `seed`, not both")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"`rng` has to be a numpy.random.Generator, but is {type(rng).__name__}")
+    if rng is not None:
+        return rng
+    if seed is not None:
+        return np.random.default_rng(check_integer("seed", seed, minimum=0))
+    return default_generator()  # set_seed's, else fresh
+
+
+# ---- the draws
 
 
 def multinomial(probs: np.ndarray, num_samples: int, replacement: bool = False,
@@ -108,3 +162,8 @@ def checked_draw(draw: Callable[..., np.ndarray], probs: np.ndarray, num_samples
         raise ValueError(f"`draw` must return indices in [0, {vocab}) (columns of probs), got values from "
                          f"{out.min()} to {out.max()}")
     return out.astype(np.int64, copy=False)
+
+
+def uniform(n: int, rng: np.random.Generator) -> np.ndarray:
+    """n uniforms in [0, 1), float64 (n,): the acceptance draws of :func:`speculative_sampling`."""
+    return rng.random(n)

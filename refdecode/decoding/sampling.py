@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from .loop import (append_and_stop, check_no_nan, check_pad_token, collect, decode_step, decoder_output,
-                          loop_defaults, make_rng, model_capacity, prefill, step_records)
 from ..generation_output import GenerateDecoderOnlyOutput
-from ..processors.logits_process import LogitsProcessorList
 from ..numerics import softmax
-from .randomness import checked_draw, multinomial
-from ..reference.trace import NO_TRACE, Recorder
+from ..processors.logits_process import LogitsProcessorList
+from ..recorder import NO_TRACE, Recorder
+from .loop import (append_and_stop, check_no_nan, check_pad_token, collect, decode_step, decoder_output,
+                   loop_defaults, model_capacity, prefill, step_records)
+from .randomness import checked_draw, make_rng, multinomial
 
 __all__ = ["sample"]
 
@@ -36,7 +36,7 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
            return_dict_in_generate: bool = False, attention_mask: np.ndarray | None = None,
            rng: np.random.Generator | None = None, seed: int | None = None,
            draw: Callable[..., np.ndarray] | None = None, streamer: Any = None,
-           trace: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
+           recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateDecoderOnlyOutput:
     """Sample one token per step for each of the N rows of ``input_ids`` (int64 (N, T)).
 
     ``streamer`` (see :mod:`refdecode.text.streamers`) receives each step's (N,) tokens, then ``end()``.
@@ -59,10 +59,10 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
     # 1) model call: the prompt once (distinct rows only), then one token per step
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while unfinished.any():  # until every row is finished (step 5)
-        trace.step(input_ids)
+        recorder.step(input_ids)
         # 2) processors, then warpers, on the raw logits (N, V)
-        processed = logits_processor(input_ids, trace.stage("logits", logits), recorder=trace)
-        next_scores = check_no_nan(logits_warper(input_ids, processed, recorder=trace), input_ids.shape[1], model,
+        processed = logits_processor(input_ids, recorder.stage("logits", logits), recorder=recorder)
+        next_scores = check_no_nan(logits_warper(input_ids, processed, recorder=recorder), input_ids.shape[1], model,
                                    logits)
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
         # 3) selection: one draw per row from softmax of the warped scores
@@ -70,7 +70,7 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
         # 4) bookkeeping: finished rows get pad, append (N, T) -> (N, T+1), stream; 5) stopping: a row is finished
         #    once it emitted eos or a criterion stops it (the batch, or per row)
         input_ids, unfinished = append_and_stop(input_ids, next_tokens, unfinished, eos, pad_token_id, criteria,
-                                                scores, streamer, trace)
+                                                scores, streamer, recorder)
         if unfinished.any():  # 1) model call for the next step: the newest token of each row, cached
             logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
-    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer, criteria, trace)
+    return decoder_output(input_ids, scores, raw_logits, cache, return_dict_in_generate, streamer, criteria, recorder)

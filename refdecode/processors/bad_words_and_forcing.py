@@ -17,7 +17,7 @@ included, which is what the step-dependent rules below compare against.
 
 Each is a pure function with a transformers-named class around it (argument checks at the door,
 as transformers 4.38.2 does them, plus range checks where 4.38.2 crashes later). Their place in
-``generate``'s processor order is listed in :func:`refdecode.generate.logits_processors`.
+``generate``'s processor order is listed in :func:`refdecode.pipeline.logits_processors`.
 
 Docs: docs/bad-words-and-forcing.md.
 """

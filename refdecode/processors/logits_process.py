@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..reference.trace import NO_TRACE, Recorder
+from ..recorder import NO_TRACE, Recorder
 from ..validation import (check_count, check_input_ids, check_integer, check_positive_float, check_scores,
                          check_vocab_ids, describe, eos_list, is_integer)
 
@@ -287,7 +287,7 @@ class LogitsProcessorList(list):
     gets all of them, one with named extra parameters gets those (a missing one is a ValueError, as
     4.38.2), a two-argument processor gets none. This is signature inspection, which the house style
     avoids; it is here so that processors written for transformers port unchanged.
-    ``recorder`` (a :class:`~refdecode.reference.trace.Recorder`, by default the no-op one) is given each
+    ``recorder`` (a :class:`~refdecode.recorder.Recorder`, by default the no-op one) is given each
     processor's output under its name: the step trace (docs/traces.md).
 
     >>> procs = LogitsProcessorList([MinLengthLogitsProcessor(3, eos_token_id=0),

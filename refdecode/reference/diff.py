@@ -59,7 +59,7 @@ STAGE_REFERENCE: dict[str, tuple[str, str]] = {
     "TemperatureLogitsWarper": ("refdecode.processors.logits_warp.temperature_warp", "docs/temperature.md"),
     "TopKLogitsWarper": ("refdecode.processors.logits_warp.top_k_warp", "docs/top-k.md"),
     "TopPLogitsWarper": ("refdecode.processors.logits_warp.top_p_warp", "docs/top-p.md"),
-    "candidates": ("refdecode.decoding.loop.top_candidates (beam sample: refdecode.decoding.beam.beam_search.sample_candidates)",
+    "candidates": ("refdecode.decoding.beam.bookkeeping.top_candidates (beam sample: refdecode.decoding.beam.beam_search.sample_candidates)",
                    "docs/beam-search.md"),
     "selection/greedy_search": ("refdecode.decoding.greedy.greedy_search (argmax, lowest id on ties)", "docs/greedy.md"),
     "selection/sample": ("refdecode.decoding.randomness.multinomial (the draw)", "docs/sampling.md"),

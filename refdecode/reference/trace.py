@@ -1,11 +1,8 @@
 r"""Step traces: what each decoding step computed, stage by stage, as JSON any language can read.
 
-Contract: the decode loops call a *recorder* once per stage (the raw scores, each processor and
-warper -- :class:`~refdecode.processors.logits_process.LogitsProcessorList` makes that call itself --, the
-candidates, the selection, the scorer's bookkeeping, the stop). The default recorder,
-:data:`NO_TRACE`, is a :class:`Recorder` whose methods do nothing (``stage`` hands its argument
-back), so a loop with tracing off runs the same arithmetic plus a few empty calls per step: the
-loops never ask "am I tracing". :class:`TraceRecorder` summarises every stage into plain dicts,
+Contract: the decode loops call a *recorder* (the interface: :mod:`refdecode.recorder`) once per stage
+(the raw scores, each processor and warper, the candidates, the selection, the scorer's bookkeeping, the
+stop). :class:`TraceRecorder` implements it: it summarises every stage into plain dicts,
 :meth:`TraceRecorder.to_dict` returns the trace (JSON-serialisable; the schema is
 ``refdecode/reference/trace_schema.json``, :data:`TRACE_SCHEMA`), and :func:`replay` rebuilds a beam search's
 output from a trace alone. This module never sees the model; it reads the scorer's state.
@@ -41,7 +38,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Recorder", "NO_TRACE", "TraceRecorder", "summarize_rows", "encode_float", "decode_float",
+from ..recorder import Recorder
+
+__all__ = ["TraceRecorder", "summarize_rows", "encode_float", "decode_float",
            "done_reason", "replay", "load_trace", "save_trace", "TRACE_SCHEMA", "TRACE_FORMAT_VERSION",
            "TRANSFORMERS_VERSION"]
 
@@ -141,46 +140,7 @@ def done_reason(hyps: Any, best_sum_logprobs: float, cur_len: int, prompt_len: i
                       f"early_stopping={hyps.early_stopping})"}
 
 
-# ---- recorders
-
-
-class Recorder:
-    """The recorder interface, doing nothing: every decode loop's default (tracing off).
-
-    The loops call, per step: :meth:`step` (a step, or one group's part of it, begins),
-    :meth:`stage` (scores after a stage; returns them), then :meth:`selected` (greedy, sample)
-    or :meth:`beam_step` (beam modes), and after the loop :meth:`stopped` and :meth:`final`.
-    """
-
-    def start(self, mode: str, input_ids: np.ndarray, config: Any = None) -> None:
-        """``generate`` announces the decoding mode, the prompts (B, T) and the GenerationConfig."""
-
-    def step(self, input_ids: np.ndarray, group: int | None = None, rows: np.ndarray | None = None) -> None:
-        """A step begins for ``input_ids`` (N, T) (group beam search: one group, its ``rows`` of the batch)."""
-
-    def stage(self, name: str, scores: np.ndarray) -> np.ndarray:
-        """Scores (N, V) after the stage ``name`` (a processor's class name, ``logits``, ``log_softmax``)."""
-        return scores
-
-    def selected(self, tokens: np.ndarray, unfinished: np.ndarray | None = None) -> None:
-        """Greedy / sample: the tokens (N,) appended, and which rows are still unfinished (N,) after them
-        (eos and the stopping criteria applied)."""
-
-    def beam_step(self, scorer: Any, out: dict, cand_scores: np.ndarray, cand_beams: np.ndarray,
-                  cand_tokens: np.ndarray, input_ids: np.ndarray, eos: list[int] | None, prompt_len: int) -> None:
-        """Beam modes, after ``scorer.process``: candidates (B, C), hypotheses added, selection, ``is_done``."""
-
-    def stopped(self, criteria: Any, input_ids: np.ndarray, all_done: bool = False) -> None:
-        """After the loop: what stopped it (beam modes: ``all_done`` = every prompt done; else which criteria
-        fire on the final ``input_ids``; if none, every row emitted eos)."""
-
-    def final(self, sequences: np.ndarray, sequence_scores: np.ndarray | None = None,
-              beam_indices: np.ndarray | None = None) -> None:
-        """The loop's result: sequences (B*R, T_out), and for beam modes the scores and beam indices."""
-
-
-#: The no-op recorder every loop uses unless given another: tracing off.
-NO_TRACE = Recorder()
+# ---- the trace recorder
 
 
 class TraceRecorder(Recorder):
@@ -240,6 +200,11 @@ class TraceRecorder(Recorder):
         self.steps[-1]["stages"].append(record)
         return scores
 
+    def ranked(self, tokens: np.ndarray, scores: np.ndarray) -> None:
+        self.steps[-1].setdefault("ranked", []).extend(
+            {"row": r, "tokens": [int(t) for t in tokens[i]], "scores": [float(x) for x in scores[i]]}
+            for i, r in enumerate(self._rows))
+
     def selected(self, tokens: np.ndarray, unfinished: np.ndarray | None = None) -> None:
         step = self.steps[-1]
         step["selected"].append({"rows": self._rows, "tokens": [int(t) for t in tokens]})
@@ -254,15 +219,16 @@ class TraceRecorder(Recorder):
     def beam_step(self, scorer: Any, out: dict, cand_scores: np.ndarray, cand_beams: np.ndarray,
                   cand_tokens: np.ndarray, input_ids: np.ndarray, eos: list[int] | None, prompt_len: int) -> None:
         group, size, step = self._group or 0, scorer.group_size, self.steps[-1]
+        done_now = _done_flags(scorer)
         if self._done_before is None:
-            self._done_before = np.zeros_like(scorer.done)
+            self._done_before = np.zeros_like(done_now)
         history = self._history.setdefault(group, [() for _ in range(input_ids.shape[0])])
         cur_len = int(input_ids.shape[1]) + 1
         for b in range(scorer.batch_size):
             step.setdefault("candidates", []).append(
                 {"prompt": b, "group": group, "scores": [float(s) for s in cand_scores[b]],
                  "beams": [int(k) for k in cand_beams[b]], "tokens": [int(t) for t in cand_tokens[b]]})
-            hyps = scorer.beam_hyps[b][group]
+            hyps = _pool(scorer, b, group)
             if not self._done_before[b, group]:
                 step.setdefault("hypotheses", []).extend(
                     self._hypotheses(hyps, b, group, size, cand_scores[b], cand_beams[b], cand_tokens[b],
@@ -276,7 +242,7 @@ class TraceRecorder(Recorder):
                                  "beam_idx": [int(i) for i in beam_idx],
                                  "beam_scores": [float(s) for s in out["next_beam_scores"]]})
         self._history[group] = [history[i] + (int(i),) for i in beam_idx]
-        self._done_before = scorer.done.copy()
+        self._done_before = done_now.copy()
 
     def stopped(self, criteria: Any, input_ids: np.ndarray, all_done: bool = False) -> None:
         # criteria objects only: a plain function may have side effects (the CLI's progress bar is one)
@@ -337,6 +303,18 @@ class TraceRecorder(Recorder):
                             "sum_logprobs": float(scores[rank]), "generated_len": generated_len, "score": float(score),
                             "beam_indices": [int(i) for i in history[row] + (row,)], "kept": match is not None})
         return offered
+
+
+def _pool(scorer: Any, b: int, group: int) -> Any:
+    """The BeamHypotheses of prompt ``b``, group ``group``: ``beam_hyps[b][group]`` (BeamSearchScorer) or
+    ``beam_hyps[b]`` (ConstrainedBeamSearchScorer, one group)."""
+    hyps = scorer.beam_hyps[b]
+    return hyps[group] if isinstance(hyps, list) else hyps
+
+
+def _done_flags(scorer: Any) -> np.ndarray:
+    """The scorer's done flags as (B, G) bool (the constrained scorer keeps (B,))."""
+    return np.asarray(scorer.done).reshape(scorer.batch_size, -1)
 
 
 def _row_reason(before: bool, after: bool, eos: bool) -> str:

@@ -37,14 +37,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .beam_scorer import BeamSearchScorer
-from ..loop import (advance_beams, check_beam_rows, check_no_nan, collect, decode_step, finish_beams,
-                          loop_defaults, make_rng, model_capacity, prefill, step_records, top_candidates)
 from ...generation_output import GenerateBeamDecoderOnlyOutput
-from ...processors.logits_process import LogitsProcessorList
 from ...numerics import log_softmax, softmax
-from ..randomness import checked_draw, multinomial
-from ...reference.trace import NO_TRACE, Recorder
+from ...processors.logits_process import LogitsProcessorList
+from ...recorder import NO_TRACE, Recorder
+from ..loop import check_no_nan, collect, decode_step, loop_defaults, model_capacity, prefill, step_records
+from ..randomness import checked_draw, make_rng, multinomial
+from .beam_scorer import BeamSearchScorer
+from .bookkeeping import BeamRun, advance_beams, check_beam_rows, finish_beams, top_candidates
 
 __all__ = ["beam_search", "beam_sample", "sample_candidates", "BeamSampler"]
 
@@ -62,7 +62,7 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
                 eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                 output_logits: bool = False, return_dict_in_generate: bool = False,
                 attention_mask: np.ndarray | None = None, *, sampler: BeamSampler | None = None,
-                trace: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
+                recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
     """Beam search over ``input_ids`` int64 (B*K, T) (each prompt repeated K times); see the module docstring.
 
     With ``sampler`` (what :func:`beam_sample` passes) this is beam sample: every beam starts live, the
@@ -82,7 +82,9 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
         model, logits_processor, stopping_criteria, max_length, pad_token_id, eos_token_id)
     logits_warper = sampler.logits_warper if sampler is not None else LogitsProcessorList()
     check_beam_rows(input_ids, beam_scorer)
-    batch, beams, prompt_len = beam_scorer.batch_size, beam_scorer.num_beams, input_ids.shape[1]
+    batch, beams = beam_scorer.batch_size, beam_scorer.num_beams
+    run = BeamRun(beam_scorer, pad_token_id, eos, input_ids.shape[1], criteria.max_length, return_dict_in_generate,
+                  output_scores, recorder)
     n_candidates = max(2, 1 + len(eos or [])) * beams  # "in case half are eos"; beam sample draws 2K
     beam_scores = np.zeros((batch, beams), dtype=np.float32)  # (B, K)
     if sampler is None:
@@ -92,10 +94,10 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
     # 1) model call: the prompt once per distinct prompt, cache expanded to the K beams
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while True:
-        trace.step(input_ids)
+        recorder.step(input_ids)
         # 2) processors (then warpers, beam sample) on the log-probabilities of the step (B*K, V)
-        processed = logits_processor(input_ids, trace.stage("log_softmax", log_softmax(logits)), recorder=trace)
-        processed = logits_warper(input_ids, processed, recorder=trace)
+        processed = logits_processor(input_ids, recorder.stage("log_softmax", log_softmax(logits)), recorder=recorder)
+        processed = logits_warper(input_ids, processed, recorder=recorder)
         check_no_nan(processed, input_ids.shape[1], model, logits)
         scores, raw_logits = collect(scores, processed), collect(raw_logits, logits)
         # 3) selection among the K*V continuations of each prompt: the top n_candidates, or 2K drawn; (B, C) each
@@ -103,15 +105,13 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
         candidates = (top_candidates(total, n_candidates) if sampler is None
                       else sample_candidates(total, 2 * beams, sampler.draw, sampler.rng))
         # 4) bookkeeping: the scorer splits finished/running; reorder ids, cache and history
-        input_ids, beam_scores, history = advance_beams(beam_scorer, input_ids, candidates, history, cache,
-                                                        pad_token_id, eos, prompt_len, trace)
+        input_ids, beam_scores, history = advance_beams(run, input_ids, candidates, history, cache)
         # 5) stopping: every prompt done, or a criterion fires
         if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
-    trace.stopped(criteria, input_ids, all_done=beam_scorer.is_done)
-    return finish_beams(beam_scorer, input_ids, beam_scores, history, criteria.max_length, pad_token_id, eos,
-                        prompt_len, (scores, raw_logits), cache, return_dict_in_generate, output_scores, trace)
+    recorder.stopped(criteria, input_ids, all_done=beam_scorer.is_done)
+    return finish_beams(run, input_ids, beam_scores, history, cache, (scores, raw_logits))
 
 
 def sample_candidates(total: np.ndarray, n: int, draw: Callable[..., np.ndarray],
@@ -136,7 +136,7 @@ def beam_sample(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
                 output_scores: bool = False, output_logits: bool = False, return_dict_in_generate: bool = False,
                 attention_mask: np.ndarray | None = None, rng: np.random.Generator | None = None,
                 seed: int | None = None, draw: Callable[..., np.ndarray] | None = None,
-                trace: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
+                recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
     """Beam sample over ``input_ids`` int64 (B*K, T); see the module docstring. ``scores`` holds the warped
     per-step scores. ``draw``/``rng``/``seed`` as in :func:`refdecode.decoding.sampling.sample`. The loop is
     :func:`beam_search`'s, with a :class:`BeamSampler`."""
@@ -144,4 +144,4 @@ def beam_sample(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
                           draw if draw is not None else multinomial, make_rng(rng, seed))
     return beam_search(model, input_ids, beam_scorer, logits_processor, stopping_criteria, max_length, pad_token_id,
                        eos_token_id, output_scores, output_logits, return_dict_in_generate, attention_mask,
-                       sampler=sampler, trace=trace)
+                       sampler=sampler, recorder=recorder)

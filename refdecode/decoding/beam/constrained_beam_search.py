@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ...recorder import NO_TRACE, Recorder
+from ..loop import check_no_nan, collect, decode_step, loop_defaults, model_capacity, prefill, step_records
+from .bookkeeping import BeamRun, check_beam_rows, finish_beams, follow_beams, top_candidates
 from .constrained_beam_scorer import ConstrainedBeamSearchScorer
-from ..loop import (check_beam_rows, check_no_nan, collect, decode_step, finish_beams, follow_beams, loop_defaults,
-                          model_capacity, prefill, step_records, top_candidates)
 from ...generation_output import GenerateBeamDecoderOnlyOutput
 from ...numerics import log_softmax
 
@@ -35,7 +36,8 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
                             max_length: int | None = None, pad_token_id: int | None = None,
                             eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                             output_logits: bool = False, return_dict_in_generate: bool = False,
-                            attention_mask: np.ndarray | None = None) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
+                            attention_mask: np.ndarray | None = None,
+                            recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
     """Constrained beam search over ``input_ids`` int64 (B*K, T); see the module docstring.
 
     >>> from refdecode.testing import TableModel
@@ -55,6 +57,8 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
     scorer = constrained_beam_scorer
     check_beam_rows(input_ids, scorer)
     batch, beams, prompt_len = scorer.batch_size, scorer.num_beams, input_ids.shape[1]
+    run = BeamRun(scorer, pad_token_id, eos, prompt_len, criteria.max_length, return_dict_in_generate, output_scores,
+                  recorder)
     n_candidates = max(2, 1 + len(eos or [])) * beams
     beam_scores = np.zeros((batch, beams), dtype=np.float32)  # (B, K)
     beam_scores[:, 1:] = -1e9                                # only beam 0 of each prompt is live at first
@@ -63,19 +67,22 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
     # 1) model call: the prompt once per distinct prompt, cache expanded to the K beams
     logits, cache = prefill(model, input_ids, attention_mask, model_capacity(model, criteria.max_length))
     while True:
+        recorder.step(input_ids)
         # 2) processors on the log-probabilities, plus the running scores: every token's total (B*K, V)
-        processed = check_no_nan(logits_processor(input_ids, log_softmax(logits)), input_ids.shape[1], model, logits)
-        all_vocab = processed + beam_scores.reshape(-1, 1)                      # (B*K, V)
+        processed = logits_processor(input_ids, recorder.stage("log_softmax", log_softmax(logits)), recorder=recorder)
+        check_no_nan(processed, input_ids.shape[1], model, logits)
+        all_vocab = recorder.stage("scores_for_all_vocab", processed + beam_scores.reshape(-1, 1))  # (B*K, V)
         scores, raw_logits = collect(scores, all_vocab), collect(raw_logits, logits)  # 4.38.2 records the totals
         # 3) selection: top candidates, then the scorer adds forced ones and keeps K by banks
         cand_scores, cand_beams, cand_tokens = top_candidates(all_vocab.reshape(batch, beams, -1), n_candidates)
         step = scorer.process(input_ids, cand_scores, cand_tokens, cand_beams, all_vocab, pad_token_id=pad_token_id,
                               eos_token_id=eos, beam_indices=history, decoder_prompt_len=prompt_len)
+        recorder.beam_step(scorer, step, cand_scores, cand_beams, cand_tokens, input_ids, eos, prompt_len)
         # 4) bookkeeping: reorder ids, cache and history
         input_ids, beam_scores, history = follow_beams(step, input_ids, history, cache, batch)
         # 5) stopping: every prompt done, or a criterion fires
         if scorer.is_done or np.all(criteria(input_ids, scores)):  # one bool, or one per row (4.39 style)
             break
         logits, attention_mask = decode_step(model, input_ids[:, -1], attention_mask, cache)
-    return finish_beams(scorer, input_ids, beam_scores, history, criteria.max_length, pad_token_id, eos, prompt_len,
-                        (scores, raw_logits), cache, return_dict_in_generate, output_scores)
+    recorder.stopped(criteria, input_ids, all_done=scorer.is_done)
+    return finish_beams(run, input_ids, beam_scores, history, cache, (scores, raw_logits))

@@ -30,11 +30,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .beam_scorer import BeamSearchScorer
-from ..loop import (check_beam_rows, check_no_nan, collect, decode_step, extend_beam_history, finish_beams,
-                          loop_defaults, model_capacity, prefill, step_records, top_candidates)
 from ...numerics import log_softmax
-from ...reference.trace import NO_TRACE, Recorder
+from ...recorder import NO_TRACE, Recorder
+from ..loop import check_no_nan, collect, decode_step, loop_defaults, model_capacity, prefill, step_records
+from .beam_scorer import BeamSearchScorer
+from .bookkeeping import BeamRun, check_beam_rows, extend_beam_history, finish_beams, top_candidates
 
 __all__ = ["group_beam_search", "group_rows", "group_step", "GroupStep"]
 
@@ -65,22 +65,22 @@ class GroupStep(NamedTuple):
     history: np.ndarray | None
 
 
-def group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_scores: np.ndarray,
+def group_step(run: BeamRun, group: int, logits: np.ndarray, input_ids: np.ndarray, beam_scores: np.ndarray,
                current_tokens: np.ndarray, histories: list | None, logits_processor: Any,
-               beam_scorer: BeamSearchScorer, *, n_candidates: int, pad_token_id: int | None, eos: list[int] | None,
-               prompt_len: int, trace: Recorder = NO_TRACE) -> GroupStep:
+               n_candidates: int) -> GroupStep:
     """One group's beam-search step: processors, selection and the scorer's bookkeeping, for the group's rows.
 
     Reads ``logits`` (B*K, V), ``input_ids`` (B*K, T), ``beam_scores`` (B, K) and ``current_tokens`` (B*K,)
     (tokens the earlier groups chose this step) at the group's rows; changes none of its arguments.
     """
+    beam_scorer, recorder = run.scorer, run.recorder
     batch, beams, size = beam_scorer.batch_size, beam_scorer.num_beams, beam_scorer.group_size
     rows = group_rows(batch, beams, group, size)                   # (B*g,)
     group_ids = input_ids[rows]                                    # (B*g, T)
-    trace.step(group_ids, group=group, rows=rows)
+    recorder.step(group_ids, group=group, rows=rows)
     # 2) processors on the group's log-probs, told which tokens earlier groups chose this step
-    processed = logits_processor(group_ids, trace.stage("log_softmax", log_softmax(logits[rows])),
-                                 current_tokens=current_tokens, beam_group_idx=group, recorder=trace)
+    processed = logits_processor(group_ids, recorder.stage("log_softmax", log_softmax(logits[rows])),
+                                 current_tokens=current_tokens, beam_group_idx=group, recorder=recorder)
     check_no_nan(processed, input_ids.shape[1], logits=logits[rows])
     # 3) selection: top candidates among the group's g*V continuations of each prompt, (B, C) each
     columns = slice(group * size, (group + 1) * size)
@@ -88,10 +88,10 @@ def group_step(group: int, logits: np.ndarray, input_ids: np.ndarray, beam_score
         processed.reshape(batch, size, -1) + beam_scores[:, columns, None], n_candidates)  # (B, g, V)
     # 4) bookkeeping (beam_idx: rows of group_ids); the scorer gets the group-major history (quirk)
     flat_history = None if histories is None else [h for grp in histories for h in grp]
-    step = beam_scorer.process(group_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=pad_token_id,
-                               eos_token_id=eos, beam_indices=flat_history, group_index=group,
-                               decoder_prompt_len=prompt_len)
-    trace.beam_step(beam_scorer, step, cand_scores, cand_beams, cand_tokens, group_ids, eos, prompt_len)
+    step = beam_scorer.process(group_ids, cand_scores, cand_tokens, cand_beams, pad_token_id=run.pad_token_id,
+                               eos_token_id=run.eos, beam_indices=flat_history, group_index=group,
+                               decoder_prompt_len=run.prompt_len)
+    recorder.beam_step(beam_scorer, step, cand_scores, cand_beams, cand_tokens, group_ids, run.eos, run.prompt_len)
     beam_idx = step["next_beam_indices"]                                       # (B*g,)
     history = None if histories is None else extend_beam_history(histories[group], beam_idx)
     return GroupStep(rows, processed, beam_idx, step["next_beam_tokens"],
@@ -102,7 +102,7 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
                       stopping_criteria: Any = None, max_length: int | None = None, pad_token_id: int | None = None,
                       eos_token_id: int | list[int] | None = None, output_scores: bool = False,
                       output_logits: bool = False, return_dict_in_generate: bool = False,
-                      attention_mask: np.ndarray | None = None, trace: Recorder = NO_TRACE) -> Any:
+                      attention_mask: np.ndarray | None = None, recorder: Recorder = NO_TRACE) -> Any:
     """Group beam search over ``input_ids`` int64 (B*K, T) (each prompt repeated K times); see the module docstring.
 
     ``logits_processor`` should contain a HammingDiversityLogitsProcessor (``generate`` adds it
@@ -112,7 +112,9 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
         model, logits_processor, stopping_criteria, max_length, pad_token_id, eos_token_id)
     check_beam_rows(input_ids, beam_scorer)
     batch, beams, n_groups = beam_scorer.batch_size, beam_scorer.num_beams, beam_scorer.num_beam_groups
-    size, prompt_len = beam_scorer.group_size, input_ids.shape[1]
+    size = beam_scorer.group_size
+    run = BeamRun(beam_scorer, pad_token_id, eos, input_ids.shape[1], criteria.max_length, return_dict_in_generate,
+                  output_scores, recorder)
     n_candidates = max(2, 1 + len(eos or [])) * size
     beam_scores = np.full((batch, beams), -1e9, dtype=np.float32)  # (B, K)
     beam_scores[:, ::size] = 0.0                                     # first beam of each group is live
@@ -127,9 +129,8 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
         step_scores = np.zeros_like(logits)                        # (B*K, V) processed scores of all groups
         for group in range(n_groups):
             # 2) processors, 3) selection, 4) bookkeeping -- for one group, then the loop writes its rows
-            step = group_step(group, logits, input_ids, beam_scores, current_tokens, histories, logits_processor,
-                              beam_scorer, n_candidates=n_candidates, pad_token_id=pad_token_id, eos=eos,
-                              prompt_len=prompt_len, trace=trace)
+            step = group_step(run, group, logits, input_ids, beam_scores, current_tokens, histories, logits_processor,
+                              n_candidates)
             rows, continued = step.rows, step.rows[step.beam_idx]  # (B*g,) each: the group's rows, their sources
             next_ids[rows], reorder[rows], current_tokens[rows] = input_ids[continued], continued, step.tokens
             step_scores[rows], beam_scores[:, group * size : (group + 1) * size] = step.processed, step.beam_scores
@@ -142,7 +143,6 @@ def group_beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearch
         if beam_scorer.is_done or np.all(criteria(input_ids, scores)):
             break
         logits, attention_mask = decode_step(model, current_tokens, attention_mask, cache)
-    trace.stopped(criteria, input_ids, all_done=beam_scorer.is_done)
+    recorder.stopped(criteria, input_ids, all_done=beam_scorer.is_done)
     final_history = None if histories is None else np.concatenate(histories, axis=0)  # group-major (quirk)
-    return finish_beams(beam_scorer, input_ids, beam_scores, final_history, criteria.max_length, pad_token_id, eos,
-                        prompt_len, (scores, raw_logits), cache, return_dict_in_generate, output_scores, trace)
+    return finish_beams(run, input_ids, beam_scores, final_history, cache, (scores, raw_logits))

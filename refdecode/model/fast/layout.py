@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..checkpoint import TensorInfo, checked_tensors, nest, read_header, read_tensor, to_float32
+from ..checkpoint import TensorInfo, checked_tensors, nest, read_header, read_tensor, to_float32  # noqa: F401  (read_header: the doctest)
 from ..config import GPT2Config
 
 __all__ = ["load_params_column_major", "read_tensor_column_major", "transpose_into"]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
@@ -35,7 +34,7 @@ import refdecode as rd
 from refdecode.decoding.beam.constraints import constraints_from_config
 
 from .cases_decode import BEAM_OUTPUT, CONFIG, MIN_MARGIN, TOY, compare_decode_case, describe, model_for, row_gap
-from .cases_decode import smallest, toy_prompt, decode, full_config, patched, quiet_generate
+from .cases_decode import DecisionRecorder, smallest, toy_prompt, decode, full_config, quiet_generate
 from .kinds import ANY, BOOL, I64, INT, ListOf, Nullable, Obj, obj
 from .registry import Case, CaseType, register
 
@@ -116,21 +115,16 @@ def _run_constrained(inp: dict) -> tuple[dict, list]:
     config = dict(inp["config"])
     model = model_for(inp["model"], config)
     forced = _constraint_tokens(config["force_words_ids"])
-    steps: list = []
-    original = rd.ConstrainedBeamSearchScorer.process
-
-    def process(self, input_ids, next_scores, next_tokens, next_indices, scores_for_all_vocab, *args, **kwargs):
-        k = self.num_beams
+    recorder = DecisionRecorder()
+    out = quiet_generate(model, inp, config, trace=recorder)
+    k, steps = config["num_beams"], []
+    for (_, next_scores, done), all_vocab in zip(recorder.beam, recorder.totals):
         gaps = []
-        for b in range(self.batch_size):
-            values = np.concatenate([next_scores[b], scores_for_all_vocab[b * k:(b + 1) * k, forced].ravel()])
+        for b in range(next_scores.shape[0]):
+            values = np.concatenate([next_scores[b], all_vocab[b * k:(b + 1) * k, forced].ravel()])
             values = values[values > -1e8]  # beams not yet live (-1e9) are never chosen
-            gaps.append(None if self.done[b] else row_gap(np.sort(values)[::-1]))
+            gaps.append(None if done[b] else row_gap(np.sort(values)[::-1]))
         steps.append(gaps)
-        return original(self, input_ids, next_scores, next_tokens, next_indices, scores_for_all_vocab, *args, **kwargs)
-
-    with patched(rd.ConstrainedBeamSearchScorer, "process", process):
-        out = quiet_generate(model, inp, config)
     output = {"sequences": out.sequences, "scores": [np.asarray(s) for s in out.scores],
               "sequences_scores": out.sequences_scores, "beam_indices": out.beam_indices}
     return output, steps

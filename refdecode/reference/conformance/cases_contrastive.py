@@ -13,19 +13,14 @@ second-best contrastive score, over the row's scale; ``None`` for finished rows.
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
-import refdecode as rd
 
-from .cases_decode import (CONFIG, GPT2_MODEL, OUTPUT, compare_decode_case, decode, golden_cases, model_for, patched,
-                           quiet_generate, row_gap)
+from ...decoding.contrastive_search import contrastive_scores, rank_candidates
+from .cases_decode import (CONFIG, GPT2_MODEL, OUTPUT, DecisionRecorder, compare_decode_case, decode, golden_cases,
+                           model_for, quiet_generate, row_gap)
 from .kinds import F32, FLOAT, I64, Obj, obj
 from .registry import Case, CaseType, register
-
-# the module (``refdecode.decoding.contrastive_search`` the attribute is the function of the same name)
-contrastive_module = importlib.import_module("refdecode.decoding.contrastive_search")
 
 _RULE = ("score = (1 - penalty_alpha) * p - penalty_alpha * max_j cos(h_candidate, h_context_j), cosines of "
          "vectors each divided by its L2 norm, float32")
@@ -33,9 +28,8 @@ _RULE = ("score = (1 - penalty_alpha) * p - penalty_alpha * max_j cos(h_candidat
 
 def _ranking(inp: dict) -> tuple[np.ndarray, np.ndarray]:
     alpha = float(inp["penalty_alpha"])
-    penalty = contrastive_module.degeneration_penalty(inp["context"], inp["candidates"])  # (N, k)
-    scores = (1.0 - alpha) * inp["probs"] - alpha * penalty
-    return contrastive_module.rank_candidates(inp["context"], inp["candidates"], inp["probs"], alpha), scores
+    scores = contrastive_scores(inp["context"], inp["candidates"], inp["probs"], alpha)  # (N, k)
+    return rank_candidates(inp["context"], inp["candidates"], inp["probs"], alpha), scores
 
 
 def _run_ranking(inp: dict) -> dict:
@@ -87,17 +81,9 @@ register(CaseType(
 def _run_contrastive(inp: dict) -> tuple[dict, list]:
     config = dict(inp["config"])
     model = model_for(inp["model"], config)
-    gaps: list = []
-    original = contrastive_module.rank_candidates
-
-    def rank(context, candidates, probs, penalty_alpha):
-        scores = (1.0 - penalty_alpha) * probs - penalty_alpha * contrastive_module.degeneration_penalty(
-            context, candidates)
-        gaps.append([row_gap(np.sort(row)[::-1][:2]) for row in scores])
-        return original(context, candidates, probs, penalty_alpha)
-
-    with patched(contrastive_module, "rank_candidates", rank):
-        out = quiet_generate(model, inp, config)
+    recorder = DecisionRecorder()
+    out = quiet_generate(model, inp, config, trace=recorder)
+    gaps = [[row_gap(np.sort(row)[::-1][:2]) for row in scores] for scores in recorder.rankings]
     output = {"sequences": out.sequences, "scores": [np.asarray(s) for s in out.scores]}
     generated, eos = out.sequences[:, inp["input_ids"].shape[1]:], config["eos_token_id"]
     margins = [[None if np.isin(generated[r, :t], eos).any() else m for r, m in enumerate(step)]

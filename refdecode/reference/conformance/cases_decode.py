@@ -22,7 +22,6 @@ smallest gap between consecutive ranked candidates (beam modes), each divided by
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import warnings
 from pathlib import Path
@@ -36,6 +35,7 @@ import refdecode as rd
 from .kinds import BOOL, F32, F64, FLOAT, I64, INT, STR, Enum, ListOf, obj
 from .registry import Case, CaseType, register
 from .toy_model import ToyModel
+from ...recorder import Recorder
 
 __all__ = ["decode", "run_decode", "build_toy_cases", "full_config", "UniformStream", "CONFIG", "GOLDEN_MODELS",
            "describe", "row_gap", "smallest", "toy_prompt", "golden_cases", "compare_decode_case", "model_for"]
@@ -101,17 +101,6 @@ def row_gap(values: np.ndarray) -> float | None:
     return float(gaps.min()) / max(1.0, float(np.abs(finite).max()))
 
 
-@contextlib.contextmanager
-def patched(owner: Any, name: str, replacement: Any) -> Iterator[None]:
-    """``owner.name`` is ``replacement`` while active (to record a decode's decisions), then restored."""
-    original = getattr(owner, name)
-    setattr(owner, name, replacement)
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
-
-
 def quiet_generate(model: Any, inp: dict, config: dict, **extra: Any) -> Any:
     """``refdecode.generate`` on the case's prompt, every step's scores kept, UserWarnings silenced (e.g.
     min_length > max_length: transformers warns too)."""
@@ -121,16 +110,37 @@ def quiet_generate(model: Any, inp: dict, config: dict, **extra: Any) -> Any:
                            return_dict_in_generate=True, output_scores=True, **extra, **config)
 
 
-def _recording_candidates(steps: list) -> Any:
-    """While active, every ``BeamSearchScorer.process`` call appends its ranked candidate scores (B, C) and
-    the prompts already done to ``steps``."""
-    original = rd.BeamSearchScorer.process
+class DecisionRecorder(Recorder):
+    """Watches a decode (:mod:`refdecode.recorder`) for what its decisions' margins are computed from.
 
-    def process(self, input_ids, next_scores, *args, group_index=0, **kwargs):
-        steps.append((group_index, np.array(next_scores), self.done[:, group_index].copy()))
-        return original(self, input_ids, next_scores, *args, group_index=group_index, **kwargs)
+    ``beam``: per beam step and group, (group, ranked candidate scores (B, C), the prompts already done
+    before the step (B,)); ``totals``: constrained beam search's ``scores_for_all_vocab`` (B*K, V) per step;
+    ``rankings``: contrastive search's candidate scores (N, k) per step.
+    """
 
-    return patched(rd.BeamSearchScorer, "process", process)
+    def __init__(self) -> None:
+        self.beam: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self.totals: list[np.ndarray] = []
+        self.rankings: list[np.ndarray] = []
+        self._group, self._done = 0, None
+
+    def step(self, input_ids: np.ndarray, group: int | None = None, rows: np.ndarray | None = None) -> None:
+        self._group = group or 0
+
+    def stage(self, name: str, scores: np.ndarray) -> np.ndarray:
+        if name == "scores_for_all_vocab":
+            self.totals.append(np.array(scores))
+        return scores
+
+    def ranked(self, tokens: np.ndarray, scores: np.ndarray) -> None:
+        self.rankings.append(np.array(scores))
+
+    def beam_step(self, scorer: Any, out: dict, cand_scores: np.ndarray, cand_beams: np.ndarray,
+                  cand_tokens: np.ndarray, input_ids: np.ndarray, eos: list[int] | None, prompt_len: int) -> None:
+        done_now = np.asarray(scorer.done).reshape(scorer.batch_size, -1)  # (B, G); the constrained scorer's (B,)
+        before = self._done if self._done is not None else np.zeros_like(done_now)
+        self.beam.append((self._group, np.array(cand_scores), before[:, self._group].copy()))
+        self._done = done_now.copy()
 
 
 @functools.lru_cache(maxsize=8)
@@ -177,13 +187,12 @@ def run_decode(inp: dict) -> tuple[dict, list]:
         draws.append(_draw_margins(probs, stream.uniforms[start : stream.used], num_samples))
         return tokens
 
-    candidates: list = []
-    with _recording_candidates(candidates):
-        out = quiet_generate(model, inp, config, draw=draw if stream is not None else None)
+    recorder = DecisionRecorder()
+    out = quiet_generate(model, inp, config, draw=draw if stream is not None else None, trace=recorder)
     output = {"sequences": out.sequences, "scores": [np.asarray(s) for s in out.scores]}
     if mode_beams:
         output.update(sequences_scores=out.sequences_scores, beam_indices=out.beam_indices)
-    return output, _margins(inp, output, draws, candidates)
+    return output, _margins(inp, output, draws, recorder.beam)
 
 
 def _margins(inp: dict, output: dict, draws: list, candidates: list) -> list:

@@ -28,7 +28,6 @@ array([1., 0., 0.], dtype=float32)
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
