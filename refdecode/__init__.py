@@ -1,24 +1,28 @@
 r"""refdecode: how a language model turns logits into text, in NumPy, exact to transformers 4.38.2.
 
-The pipeline, one module per stage::
+The pipeline, one folder per stage (``ls refdecode/`` reads as this table)::
 
-    prompt ──tokenizer.py──▶ input_ids (B, T) int64
-           ──model.py: gpt2.py + kv_cache.py──▶ logits (B, T, V) float32   (fast/: the same, faster; opt-in)
-           ──logits_process.py / logits_warp.py──▶ scores (B, V) float32
-             (more: token_constraints.py, prompt_penalties.py, length_penalties.py, score_cleanup.py,
-              entropy_warpers.py)
-           ──greedy.py / sampling.py / beam_search.py / group_beam_search.py / ...──▶ next tokens
-             (assisted_decoding.py + candidate_generator.py: several drafted tokens checked per model call)
-             (siblings: each imports decode_loop.py, the model calls and bookkeeping they share)
-           ──stopping_criteria.py──▶ done?
-           ──generate.py──▶ sequences (B*R, T_out) int64 (+ scores, beam indices)
-             (streamers.py: the text as it is generated; generation_output.py: compute_transition_scores)
+    prompt ──text/──▶ input_ids (B, T) int64
+           ──model/ (gpt2.py, kv_cache.py; fast/: the same, faster)──▶ logits (B, T, V) float32
+           ──processors/ (built in order by pipeline.py)──▶ scores (B, V) float32
+           ──decoding/ (greedy, sampling, beam/, contrastive, assisted; randomness.py)──▶ next tokens
+           ──decoding/stopping_criteria.py──▶ done?
+           ──generate.py → dispatch.py──▶ sequences (B*R, T_out) int64 (+ scores, beam indices)
+             (text/streamers.py: the text as it is generated; generation_output.py: compute_transition_scores)
 
-Around it: cli.py (the ``refdecode`` command, ``python -m refdecode``) and seed.py (``set_seed``).
+The request at the top: ``generate.py`` (checks the request, steps 1-4 of transformers' ``generate``),
+``generation_config.py`` (every knob), ``pipeline.py`` (config -> processors, warpers, stopping criteria),
+``dispatch.py`` (mode -> loop), ``generation_output.py`` (the outputs), ``cli.py`` (the ``refdecode``
+command). The ground floor, imported by all: ``recorder.py`` (how a loop is watched), ``validation.py``
+(argument checks), ``numerics.py`` (softmax, activations); ``testing.py`` holds stand-in models for
+tests and docs. ``reference/`` is the tooling that checks other implementations (traces, ``diff``,
+``explain``, the conformance suite); no stage imports it (only this ``__init__``, for ``TraceRecorder``, and
+the CLI do).
 
-The imports form layers, with no cycle (tests/test_layering.py checks them): the forward passes
-(gpt2.py, fast/) import nothing of generation, fast/ imports gpt2.py and never the reverse, and the
-decode loops are siblings that import decode_loop.py, never each other.
+The imports form layers, with no cycle (tests/test_layering.py checks them): the model imports neither
+processors nor decoding; processors never import decoding; decoding never imports the reference
+tooling; the decode loops are siblings that import ``decoding/loop.py``, never each other; only the
+beam loops import the beam bookkeeping.
 
 Shape letters used in every comment of the package:
 
@@ -80,20 +84,15 @@ from .processors.bad_words_and_forcing import (
     ForceTokensLogitsProcessor,
     SuppressTokensLogitsProcessor,
 )
-from .processors.prompt_penalties import (
-    EncoderNoRepeatNGramLogitsProcessor,
-    EncoderRepetitionPenaltyLogitsProcessor,
-    UnbatchedClassifierFreeGuidanceLogitsProcessor,
-    guidance_mix,
-)
+from .processors.prompt_penalties import EncoderNoRepeatNGramLogitsProcessor, EncoderRepetitionPenaltyLogitsProcessor
+from .processors.guidance import UnbatchedClassifierFreeGuidanceLogitsProcessor, guidance_mix
 from .processors.exponential_decay import ExponentialDecayLengthPenalty
 from .processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
 
 # 4  scores -> next token(s)
-from .decoding.randomness import multinomial
+from .decoding.randomness import multinomial, set_seed
 from .decoding.greedy import greedy_search
 from .decoding.sampling import sample
-from .decoding.randomness import set_seed
 from .decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
 from .decoding.beam.beam_search import beam_sample, beam_search
 from .decoding.beam.group_beam_search import group_beam_search
@@ -127,7 +126,7 @@ from .generation_output import (
 from .generate import generate
 from .text.streamers import BaseStreamer, TextIteratorStreamer, TextStreamer
 
-# tracing a decode (docs/traces.md): diff and explain read the traces (refdecode.reference.diff, refdecode.reference.explain)
+# tracing a decode (docs/traces.md): refdecode.reference.diff and refdecode.reference.explain read the traces
 from .reference.trace import TraceRecorder
 
 __all__ = [

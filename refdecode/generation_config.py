@@ -42,7 +42,7 @@ from .validation import (
     read_json_file,
 )
 
-__all__ = ["GenerationConfig", "generation_mode", "model_generation_config", "generation_warnings", "length_warnings"]
+__all__ = ["GenerationConfig", "model_generation_config", "generation_warnings"]
 
 
 @dataclass

@@ -36,11 +36,8 @@ from .processors.logits_process import (
     RepetitionPenaltyLogitsProcessor,
 )
 from .processors.logits_warp import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
-from .processors.prompt_penalties import (
-    EncoderNoRepeatNGramLogitsProcessor,
-    EncoderRepetitionPenaltyLogitsProcessor,
-    UnbatchedClassifierFreeGuidanceLogitsProcessor,
-)
+from .processors.prompt_penalties import EncoderNoRepeatNGramLogitsProcessor, EncoderRepetitionPenaltyLogitsProcessor
+from .processors.guidance import UnbatchedClassifierFreeGuidanceLogitsProcessor
 from .processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
 from .processors.truncation_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
 from .validation import ArgumentTypeError, describe

@@ -53,8 +53,7 @@ import numpy as np
 __all__ = ["ArgumentTypeError", "is_integer", "is_number", "is_boolean", "describe", "check_integer",
            "check_float", "check_probability", "check_boolean", "check_choice", "check_token_ids",
            "read_text_file", "read_json_file", "open_regular_file", "memory_limit", "check_allocation", "format_bytes",
-           "is_float", "check_count", "check_positive_float", "check_scores", "check_input_ids", "check_vocab_ids",
-           "eos_list", "check_filter_value", "check_token_list", "check_sequence_bias", "bad_words_bias"]
+           "is_float", "eos_list", "check_token_list", "check_sequence_bias", "bad_words_bias"]
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -365,64 +364,13 @@ def check_allocation(what: str, nbytes: int, because: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------
-# the processors' and warpers' arguments, in transformers 4.38.2's wording (ValueError for a wrong type
-# too, as transformers raises): shared by logits_process.py and logits_warp.py, which import them from here
+# token ids and id sequences, in transformers 4.38.2's wording: shared by the processors
+# (refdecode.processors.arguments holds the checks only processors need) and GenerationConfig
 # ----------------------------------------------------------------------------------------------------
-
-#: How check_count names the range ``value >= minimum``, as transformers' messages do.
-_AT_LEAST = {0: "a non-negative integer", 1: "a strictly positive integer (>= 1)",
-             2: "an integer strictly larger than 1"}
-
 
 def is_float(x) -> bool:
     """A Python or NumPy float. transformers checks ``isinstance(x, float)``, so ``2`` is refused."""
     return isinstance(x, (float, np.floating))
-
-
-def check_count(name: str, value, minimum: int) -> int:
-    """``value`` as a Python int if it is an integer ``>= minimum`` (0, 1 or 2), else a ValueError naming ``name``."""
-    if not is_integer(value) or value < minimum:
-        raise ValueError(f"`{name}` has to be {_AT_LEAST[minimum]}, but is {value!r}")
-    return int(value)
-
-
-def check_positive_float(name: str, value, what: str = "a strictly positive float (> 0)") -> float:
-    """``value`` as a Python float if it is a float > 0 (an int such as ``2`` is refused), else a ValueError."""
-    if not is_float(value) or not value > 0:
-        raise ValueError(f"`{name}` has to be {what}, but is {value!r}")
-    return float(value)
-
-
-def check_scores(scores) -> np.ndarray:
-    """``scores`` must be a float32 (B, V) array; anything else is a TypeError/ValueError, not a silent cast."""
-    if not isinstance(scores, np.ndarray) or scores.dtype != np.float32:
-        kind = scores.dtype if isinstance(scores, np.ndarray) else type(scores).__name__
-        raise TypeError(f"`scores` has to be a float32 numpy array of shape (batch, vocab), but is {kind}: refdecode "
-                        "computes in float32 only, the dtype of the model's logits, which is where its results are "
-                        "checked equal to transformers'; cast with `scores.astype(np.float32)`")
-    if scores.ndim != 2:
-        raise ValueError(f"`scores` has to have shape (batch, vocab), but has shape {scores.shape}")
-    return scores
-
-
-def check_input_ids(input_ids, batch: int) -> np.ndarray:
-    """``input_ids`` must be an integer (B, T) array with the same B as ``scores``."""
-    if not isinstance(input_ids, np.ndarray) or not np.issubdtype(input_ids.dtype, np.integer):
-        kind = input_ids.dtype if isinstance(input_ids, np.ndarray) else type(input_ids).__name__
-        raise TypeError(f"`input_ids` has to be an integer numpy array of shape (batch, seq), but is {kind}")
-    if input_ids.ndim != 2 or input_ids.shape[0] != batch:
-        raise ValueError(
-            f"`input_ids` has to have shape (batch, seq) with batch = scores.shape[0] = {batch}, "
-            f"but has shape {input_ids.shape}"
-        )
-    return input_ids
-
-
-def check_vocab_ids(name: str, ids: np.ndarray, vocab_size: int) -> None:
-    """Token ids must index the vocabulary: ValueError instead of an IndexError or Python's negative indexing."""
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-        bad = ids[(ids < 0) | (ids >= vocab_size)].ravel()[0]
-        raise ValueError(f"`{name}` has to hold token ids in [0, {vocab_size - 1}] (vocab size), but holds {bad}")
 
 
 def eos_list(eos_token_id) -> list[int]:
@@ -433,13 +381,6 @@ def eos_list(eos_token_id) -> list[int]:
             f"`eos_token_id` has to be a non-negative integer or a list of non-negative integers, but is {eos_token_id}"
         )
     return [int(i) for i in ids]
-
-
-def check_filter_value(filter_value) -> float:
-    """``filter_value`` as a Python float (any real number), else a ValueError."""
-    if not is_number(filter_value):
-        raise ValueError(f"`filter_value` has to be a float, but is {filter_value!r}")
-    return float(filter_value)
 
 
 def check_token_list(name: str, ids) -> list[int]:

@@ -19,7 +19,8 @@ from conftest import MODELS
 import refdecode.decoding.beam.beam_search  # noqa: F401  (the module, for monkeypatching; the package exports the function)
 from refdecode import GPT2, Tokenizer, TopPLogitsWarper, generate
 from refdecode.decoding.beam.beam_scorer import BeamHypotheses
-from refdecode.reference.diff import STAGE_REFERENCE, first_divergence, load_other, main
+from refdecode.reference.divergence import STAGE_REFERENCE
+from refdecode.reference.diff import first_divergence, load_other, main
 from refdecode.model.kv_cache import KVCache
 from refdecode.testing import TableModel
 from refdecode.reference.trace import TraceRecorder
@@ -275,7 +276,7 @@ def test_an_engine_that_stops_a_finished_row_is_not_a_divergence_but_a_short_run
 
 
 def test_stages_outside_the_table_are_looked_up_among_refdecodes_processors():
-    from refdecode.reference.diff import Divergence
+    from refdecode.reference.divergence import Divergence
 
     typical = Divergence(0, "TypicalLogitsWarper", 0, 1, 2, "algorithmic", "")
     assert typical.function == "refdecode.processors.truncation_warpers.TypicalLogitsWarper"

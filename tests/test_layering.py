@@ -1,25 +1,37 @@
-"""The package's layering, read from the source with ``ast``: each stage imports only what is below it.
+"""The house rules, read from the source with ``ast``: the layering of the stage folders, and the sizes.
 
-The rules (issue 12, "one path through the house"); each applies to modules added later too:
+Layering (issue 12, "one path through the house"; issue 21, "the house by stage"); each rule applies to
+modules added later too:
 
 1. **No import cycle** among ``refdecode/**/*.py`` (imports inside functions count: a lazy import is
    still a dependency).
 2. **No private names across modules:** no ``from .x import _name`` and no ``x._name`` on an imported
-   module. A helper two modules need is public, in a module below both (e.g. ``checks.py``,
-   ``decode_loop.py``).
+   module. A helper two modules need is public, in a module below both (e.g. ``validation.py``,
+   ``decoding/loop.py``).
 3. **Decode loops are siblings:** a *loop module* is any module that takes ``loop_defaults``, ``prefill``
    or ``decode_step`` from ``refdecode.decoding.loop`` (the argument defaults and model calls every loop
-   shares), except the dispatchers in ``DISPATCHERS`` (``generate.py``, ``cli.py``). No loop module
-   imports another loop module, directly or through other modules (a helper a loop needs, such as
-   ``candidate_generator.py``, may import ``decode_loop`` for its checks without being a loop). A new loop
-   (speculative, contrastive, constrained ...) is covered without editing this file.
-4. **The model knows nothing of generation:** the forward passes and what they load (``MODEL``:
-   ``gpt2.py``, ``fast/``, ``kv_cache.py``, ``checkpoint.py``, ``config.py``) import no generation module
-   (``GENERATION``, plus every loop module and every module that imports one), directly or through other
-   modules. ``model.py``, the ``GPT2`` object, may import one generation module: ``generation_config.py``
-   (``model.generation_config``, as transformers has it), and nothing that imports the loops.
-5. **The readable forward pass does not reach for the fast one:** nothing in ``MODEL`` outside
-   ``fast/`` imports ``refdecode.model.fast``; only ``model.py`` chooses between them.
+   shares), except the dispatchers in ``DISPATCHERS``. No loop module imports another loop module,
+   directly or through other modules (a helper a loop needs, such as ``candidate_generator.py``, may
+   import ``decoding.loop`` for its checks without being a loop).
+4. **The model imports neither processors nor decoding:** nothing under ``refdecode.model`` reaches
+   ``refdecode.processors``, ``refdecode.decoding``, ``refdecode.reference`` or the request modules
+   (``generate``, ``dispatch``, ``pipeline``, ``cli``), directly or through other modules;
+   ``model.modeling`` (the ``GPT2`` object) may read ``generation_config`` (``model.generation_config``, as
+   transformers has it), which itself reaches none of those.
+5. **Processors never import decoding** (nor the reference tooling, nor the request modules).
+6. **Decoding never imports the reference tooling** (nor the request modules): a loop is watched through
+   the ground-floor interface ``refdecode.recorder``.
+7. **Only the beam loops import the beam bookkeeping:** every importer of
+   ``refdecode.decoding.beam.bookkeeping`` is in ``refdecode.decoding.beam``.
+8. **The readable forward pass does not reach for the fast one:** nothing in the model outside
+   ``model/fast/`` imports ``refdecode.model.fast`` except ``model/modeling.py``, which chooses.
+9. **The tooling stays outside:** only the package's ``__init__`` (``TraceRecorder``) and the CLI import
+   ``refdecode.reference`` from outside it.
+10. **The ground floor imports nothing of the package but itself:** ``recorder``, ``validation``,
+    ``numerics``, ``testing``.
+
+Sizes (issue 21): at most 12 modules at the top of ``refdecode/``; no module over 450 lines; no function
+outside its module's ``__all__`` (a private helper, or a private method) with more than 10 parameters.
 """
 
 from __future__ import annotations
@@ -31,17 +43,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "refdecode"
 
-#: Modules that call the loops to dispatch a request; they import decode_loop's siblings by design.
-DISPATCHERS = {"refdecode.generate", "refdecode.cli"}
-#: The model side: the forward passes and what they load.
-MODEL = {"refdecode.model.gpt2", "refdecode.model.kv_cache", "refdecode.model.checkpoint", "refdecode.model.config"}
-MODEL_PACKAGES = {"refdecode.model.fast"}  # every module under these counts as MODEL too
-#: Generation code (the loops, and every module importing a loop, are added to it by rule 4).
-GENERATION = {"refdecode.generation_config", "refdecode.generation_output", "refdecode.processors.logits_process",
-              "refdecode.processors.logits_warp", "refdecode.decoding.stopping_criteria", "refdecode.decoding.beam.beam_scorer",
-              "refdecode.decoding.loop", "refdecode.decoding.randomness", "refdecode.generate", "refdecode.cli"}
-#: The model object may use these generation modules (its default generation settings), nothing else.
-MODEL_OBJECT = {"refdecode.model.modeling": {"refdecode.generation_config"}}
+#: Modules that call the loops to dispatch a request; they import the loops by design.
+DISPATCHERS = {"refdecode.generate", "refdecode.dispatch", "refdecode.cli"}
+#: The request modules at the top, which no stage below may import.
+REQUEST = {"refdecode.generate", "refdecode.dispatch", "refdecode.pipeline", "refdecode.cli"}
+#: The ground floor: imported by all, importing nothing of the package.
+GROUND = {"refdecode.recorder", "refdecode.validation", "refdecode.numerics", "refdecode.testing"}
 
 
 def module_name(path: Path) -> str:
@@ -134,8 +141,20 @@ G = graph()
 LOOPS = {m for m in MODULES if is_loop(m)}
 
 
-def in_model(m: str) -> bool:
-    return m in MODEL or any(m == p or m.startswith(p + ".") for p in MODEL_PACKAGES)
+def under(m: str, package: str) -> bool:
+    return m == package or m.startswith(package + ".")
+
+
+def reaching(stage: str, forbidden: list[str], allowed: tuple[str, ...] = ()) -> list[str]:
+    """Modules of ``stage`` whose import closure holds a module under one of ``forbidden`` (or in REQUEST)."""
+    bad = []
+    for m in G:
+        if not under(m, stage) or m in allowed:
+            continue
+        hit = sorted(d for d in closure(G, m) if d in REQUEST or any(under(d, f) for f in forbidden))
+        if hit:
+            bad.append(f"{m} reaches {hit}")
+    return bad
 
 
 def test_the_parser_sees_the_known_edges():
@@ -143,8 +162,11 @@ def test_the_parser_sees_the_known_edges():
     assert "refdecode.decoding.loop" in G["refdecode.decoding.greedy"]
     assert "refdecode.model.gpt2" in G["refdecode.model.fast.forward"]
     assert "refdecode.model.fast" in G["refdecode.model.modeling"]
-    assert {"refdecode.decoding.greedy", "refdecode.decoding.sampling", "refdecode.decoding.beam.beam_search", "refdecode.decoding.beam.group_beam_search",
-            "refdecode.decoding.beam.constrained_beam_search", "refdecode.decoding.assisted_decoding"} <= LOOPS
+    assert "refdecode.decoding.beam.bookkeeping" in G["refdecode.decoding.beam.beam_search"]
+    assert "refdecode.recorder" in G["refdecode.decoding.greedy"]
+    assert {"refdecode.decoding.greedy", "refdecode.decoding.sampling", "refdecode.decoding.beam.beam_search",
+            "refdecode.decoding.beam.group_beam_search", "refdecode.decoding.beam.constrained_beam_search",
+            "refdecode.decoding.assisted_decoding", "refdecode.decoding.contrastive_search"} <= LOOPS
 
 
 def test_no_import_cycle():
@@ -182,20 +204,95 @@ def test_decode_loops_are_siblings():
     assert not bad, "\n".join(bad)
 
 
-def test_the_model_imports_no_generation_code():
-    generation = GENERATION | LOOPS | {m for m in G if closure(G, m) & LOOPS}
-    bad = [f"{m} reaches {sorted(closure(G, m) & generation)}" for m in G if in_model(m) and closure(G, m) & generation]
-    for m, allowed in MODEL_OBJECT.items():
-        reached = closure(G, m) & generation
-        if not reached <= allowed:
-            bad.append(f"{m} reaches {sorted(reached - allowed)} (may only use {sorted(allowed)})")
+def test_the_model_imports_neither_processors_nor_decoding():
+    forbidden = ["refdecode.processors", "refdecode.decoding", "refdecode.reference"]
+    bad = reaching("refdecode.model", forbidden)
+    bad += [f"refdecode.generation_config reaches {sorted(closure(G, 'refdecode.generation_config'))}"
+            for _ in [0] if closure(G, "refdecode.generation_config") - GROUND]
     assert not bad, "\n".join(bad)
 
 
+def test_processors_never_import_decoding():
+    bad = reaching("refdecode.processors", ["refdecode.decoding", "refdecode.reference"])
+    assert not bad, "\n".join(bad)
+
+
+def test_decoding_never_imports_the_reference_tooling():
+    bad = reaching("refdecode.decoding", ["refdecode.reference"])
+    assert not bad, "\n".join(bad)
+
+
+def test_only_beam_loops_import_the_beam_bookkeeping():
+    importers = {m for m in G if "refdecode.decoding.beam.bookkeeping" in G[m]}
+    assert importers and all(under(m, "refdecode.decoding.beam") for m in importers), sorted(importers)
+    greedy_reach = closure(G, "refdecode.decoding.greedy") | closure(G, "refdecode.decoding.sampling")
+    assert not {m for m in greedy_reach if under(m, "refdecode.decoding.beam")}, "greedy/sample reach beam code"
+
+
 def test_only_the_model_object_chooses_the_fast_forward_pass():
-    bad = [m for m in G if in_model(m) and not m.startswith("refdecode.model.fast")
-           and any(d == "refdecode.model.fast" or d.startswith("refdecode.model.fast.") for d in G[m])]
+    bad = [m for m in G if under(m, "refdecode.model") and not under(m, "refdecode.model.fast")
+           and m != "refdecode.model.modeling" and any(under(d, "refdecode.model.fast") for d in G[m])]
     assert not bad, bad
+
+
+def test_only_the_root_and_the_cli_import_the_reference_tooling():
+    bad = [m for m in G if not under(m, "refdecode.reference") and m not in ("refdecode", "refdecode.cli")
+           and any(under(d, "refdecode.reference") for d in G[m])]
+    assert not bad, bad
+
+
+def test_the_ground_floor_imports_nothing_of_the_package():
+    bad = {m: sorted(G[m]) for m in GROUND if G[m] - GROUND}
+    assert not bad, bad
+
+
+# ---- sizes
+
+
+def test_at_most_twelve_modules_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 12, top
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_over_450_lines(path):
+    n = len(path.read_text(encoding="utf-8").splitlines())
+    assert n <= 450, f"{path.relative_to(PACKAGE.parent)} has {n} lines: split it by job"
+
+
+def parameter_count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = node.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [x.arg for x in (a.vararg, a.kwarg) if x]
+    return len([n for n in names if n not in ("self", "cls")])
+
+
+def long_private_functions(tree: ast.Module) -> list[str]:
+    """Functions with more than 10 parameters that are not public: not in ``__all__``, or private methods."""
+    exported = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            exported = {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in exported:
+            found += [node.name] if parameter_count(node) > 10 else []
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and parameter_count(item) > 10 and (
+                        node.name not in exported or private(item.name)):
+                    found.append(f"{node.name}.{item.name}")
+    return found
+
+
+def test_no_private_function_over_ten_parameters():
+    bad = [f"{name}: {fn}" for name, tree in MODULES.items() for fn in long_private_functions(tree)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_size_checks_can_fail():
+    tree = ast.parse("__all__ = ['f']\ndef f(a, b, c, d, e, f, g, h, i, j, k): pass\n"
+                     "def _g(a, b, c, d, e, f, g, h, i, j, k): pass\nclass C:\n    def _m(self, a, b, c, d, e, f, g, h, i, j, k): pass\n")
+    assert long_private_functions(tree) == ["_g", "C._m"]
 
 
 def test_the_cycle_check_can_fail():

@@ -11,10 +11,10 @@ from processor_golden import check_standalone, standalone_cases
 from refdecode.processors.prompt_penalties import (
     EncoderNoRepeatNGramLogitsProcessor,
     EncoderRepetitionPenaltyLogitsProcessor,
-    UnbatchedClassifierFreeGuidanceLogitsProcessor,
     encoder_no_repeat_ngram_process,
     encoder_repetition_penalty_process,
 )
+from refdecode.processors.guidance import UnbatchedClassifierFreeGuidanceLogitsProcessor
 from refdecode.testing import TableModel
 
 CLASSES = {"EncoderRepetitionPenaltyLogitsProcessor", "EncoderNoRepeatNGramLogitsProcessor"}

@@ -6,8 +6,14 @@
 import numpy as np
 import pytest
 
-from refdecode.validation import (check_count, check_input_ids, check_positive_float, check_scores, check_vocab_ids,
-                                  eos_list, is_float, is_integer, is_number)
+from refdecode.processors.arguments import (
+    check_count,
+    check_input_ids,
+    check_positive_float,
+    check_scores,
+    check_vocab_ids,
+)
+from refdecode.validation import eos_list, is_float, is_integer, is_number
 
 
 def test_integers_are_python_or_numpy_ints_never_bools():

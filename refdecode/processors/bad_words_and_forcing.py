@@ -29,8 +29,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .logits_process import LogitsProcessor
-from ..validation import (bad_words_bias, check_input_ids, check_scores, check_sequence_bias, check_token_list,
-                         eos_list, is_integer)
+from ..validation import bad_words_bias, check_sequence_bias, check_token_list, eos_list, is_integer
+from .arguments import check_input_ids, check_scores
 
 __all__ = [
     "sequence_bias_process",

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from .logits_process import LogitsProcessor
-from ..validation import check_input_ids, check_scores, check_vocab_ids, eos_list, is_integer, is_number
+from .arguments import check_input_ids, check_scores, check_vocab_ids
+from ..validation import eos_list, is_integer, is_number
 
 __all__ = ["exponential_decay_length_penalty_process", "ExponentialDecayLengthPenalty"]
 

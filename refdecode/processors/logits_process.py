@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from ..recorder import NO_TRACE, Recorder
-from ..validation import (check_count, check_input_ids, check_integer, check_positive_float, check_scores,
-                         check_vocab_ids, describe, eos_list, is_integer)
+from .arguments import check_count, check_input_ids, check_positive_float, check_scores, check_vocab_ids
+from ..validation import check_integer, describe, eos_list, is_integer
 
 __all__ = [
     "min_length_process",

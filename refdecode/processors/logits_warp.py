@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..validation import check_count, check_filter_value, check_positive_float, check_scores, is_float, is_number
+from .arguments import check_count, check_filter_value, check_positive_float, check_scores
+from ..validation import is_float, is_number
 from .logits_process import LogitsProcessor
 from ..numerics import softmax
 

@@ -1,4 +1,4 @@
-r"""Processors that look at the prompt: prompt repetition reward, prompt n-gram ban, classifier-free guidance.
+r"""Processors that look at the prompt: prompt repetition reward and prompt n-gram ban.
 
 Contract: each maps ``input_ids`` int (N, T) and ``scores`` float32 (N, V) to a NEW float32
 (N, V) array. The prompt is given once, when the processor is built: ``generate`` passes the
@@ -10,12 +10,10 @@ with decoder-only models".)
 - :func:`encoder_repetition_penalty_process` (``encoder_repetition_penalty``): the repetition
   penalty inverted, on the prompt's tokens only;
 - :func:`encoder_no_repeat_ngram_process` (``encoder_no_repeat_ngram_size``): never repeat an
-  n-gram of the prompt;
-- :class:`UnbatchedClassifierFreeGuidanceLogitsProcessor` (``guidance_scale``): mix in the
-  model's scores without (or with a negative) prompt. It runs the model, so it holds state: the
-  unconditional branch's KV cache.
+  n-gram of the prompt.
 
-Docs: docs/repetition-penalty.md, docs/no-repeat-ngram.md, docs/guidance.md.
+Classifier-free guidance, the other processor that takes a prompt (a negative one), is
+:mod:`refdecode.processors.guidance`. Docs: docs/repetition-penalty.md, docs/no-repeat-ngram.md.
 """
 
 from __future__ import annotations
@@ -25,21 +23,20 @@ from typing import Any
 import numpy as np
 
 from .logits_process import LogitsProcessor
-from ..validation import check_input_ids, check_scores, check_vocab_ids, is_float, is_integer, is_number
-from ..numerics import log_softmax
+from .arguments import check_input_ids, check_scores, check_vocab_ids
+from ..validation import is_float, is_integer
 
 __all__ = [
     "encoder_repetition_penalty_process",
     "encoder_no_repeat_ngram_process",
     "prompt_ngrams",
-    "guidance_mix",
+    "check_prompt",
     "EncoderRepetitionPenaltyLogitsProcessor",
     "EncoderNoRepeatNGramLogitsProcessor",
-    "UnbatchedClassifierFreeGuidanceLogitsProcessor",
 ]
 
 
-def _check_prompt(encoder_input_ids: Any) -> np.ndarray:
+def check_prompt(encoder_input_ids: Any) -> np.ndarray:
     """An integer (B, T) or (T,) array -> int64 (B, T)."""
     ids = np.asarray(encoder_input_ids)
     if not np.issubdtype(ids.dtype, np.integer) or ids.ndim not in (1, 2) or ids.size == 0:
@@ -78,7 +75,7 @@ def encoder_repetition_penalty_process(scores: np.ndarray, encoder_input_ids: np
            [ 2., -2.,  1.]], dtype=float32)
     """
     n, vocab = check_scores(scores).shape
-    prompt = _check_prompt(encoder_input_ids)
+    prompt = check_prompt(encoder_input_ids)
     if prompt.shape[0] > n:
         raise ValueError(f"`encoder_input_ids` has {prompt.shape[0]} rows, more than `scores` ({n})")
     check_vocab_ids("encoder_input_ids", prompt, vocab)
@@ -120,7 +117,7 @@ def encoder_no_repeat_ngram_process(input_ids: np.ndarray, scores: np.ndarray, e
     """
     n_rows, vocab = check_scores(scores).shape
     check_input_ids(input_ids, n_rows)
-    prompt = _check_prompt(encoder_input_ids)
+    prompt = check_prompt(encoder_input_ids)
     if n_rows % prompt.shape[0]:
         raise ValueError(f"`scores` has to have a multiple of the {prompt.shape[0]} prompt rows, but has {n_rows}")
     per_prompt = n_rows // prompt.shape[0]
@@ -146,7 +143,7 @@ class EncoderRepetitionPenaltyLogitsProcessor(LogitsProcessor):
         if not is_float(penalty) or not penalty > 0:
             raise ValueError(f"`encoder_repetition_penalty` has to be a strictly positive float, but is {penalty!r}")
         self.penalty = float(penalty)
-        self.encoder_input_ids = _check_prompt(encoder_input_ids)
+        self.encoder_input_ids = check_prompt(encoder_input_ids)
 
     def __call__(self, input_ids, scores, **kwargs):
         return encoder_repetition_penalty_process(scores, self.encoder_input_ids, self.penalty)
@@ -160,96 +157,7 @@ class EncoderNoRepeatNGramLogitsProcessor(LogitsProcessor):
             raise ValueError(f"`encoder_no_repeat_ngram_size` has to be a strictly positive integer, "
                              f"but is {encoder_ngram_size!r}")
         self.ngram_size = int(encoder_ngram_size)
-        self.encoder_input_ids = _check_prompt(encoder_input_ids)
+        self.encoder_input_ids = check_prompt(encoder_input_ids)
 
     def __call__(self, input_ids, scores, **kwargs):
         return encoder_no_repeat_ngram_process(input_ids, scores, self.encoder_input_ids, self.ngram_size)
-
-
-def guidance_mix(scores: np.ndarray, unconditional_logits: np.ndarray, guidance_scale: float) -> np.ndarray:
-    r"""Classifier-free guidance's mix of the two branches; float32 (N, V) each -> float32 (N, V) log-space scores.
-
-    .. math:: s' = \gamma\,(\log\mathrm{softmax}(s) - u) + u,\qquad u = \log\mathrm{softmax}(\ell_u)
-
-    with :math:`\ell_u` the unconditional branch's last logits; :math:`\gamma = 1` gives
-    :math:`\log\mathrm{softmax}(s)` (transformers 4.38.2 returns before running the branch).
-
-    >>> s = np.log(np.array([[0.5, 0.5]], dtype=np.float32))
-    >>> u = np.log(np.array([[0.8, 0.2]], dtype=np.float32))
-    >>> np.exp(guidance_mix(s, u, 2.0)).round(4)          # 0.5^2 / 0.8 and 0.5^2 / 0.2: pushed away from u
-    array([[0.3125, 1.25  ]], dtype=float32)
-    """
-    scores = log_softmax(scores)
-    if guidance_scale == 1:
-        return scores
-    unconditional = log_softmax(unconditional_logits)
-    return float(guidance_scale) * (scores - unconditional) + unconditional  # a Python float keeps float32
-
-
-class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
-    r"""Classifier-free guidance for a decoder-only model (Sanchez et al., arXiv:2306.17806).
-
-    .. math:: s' = \gamma\,(\log\mathrm{softmax}(s) - u) + u,\qquad
-              u = \log\mathrm{softmax}(\text{model}(\text{negative prompt} + \text{generated})_{-1})
-
-    :math:`\gamma` = ``guidance_scale``: 1 gives the plain log-probabilities, > 1 pushes away from
-    the unconditional (or negative-prompt) continuation, < 1 toward it. Without
-    ``unconditional_ids`` the unconditional branch starts from the last prompt token of each row.
-    Each call feeds the row's newest token to the branch, whose KV cache this object holds (it
-    is never reordered when beams are: transformers 4.38.2 does the same). The branch's position
-    ids are ``arange(S, S + T)`` whatever the mask (transformers calls the model's ``forward``
-    without position ids), so a left-padded negative prompt is not shifted. The output is
-    float32 log-space scores, not raw logits.
-
-    transformers 4.38.2 ``UnbatchedClassifierFreeGuidanceLogitsProcessor`` (``use_cache`` is
-    accepted; refdecode always uses the cache, which gives the same scores).
-
-    Args:
-        guidance_scale: float. model: a refdecode GPT2 (anything with ``new_cache`` and
-            ``__call__(ids, attention_mask=, position_ids=, past_key_values=, logits_to_keep=)``).
-        unconditional_ids: int (N, T_u) negative prompt, one row per generated row, or None.
-        unconditional_attention_mask: 0/1 (N, T_u) or None (all ones).
-    """
-
-    def __init__(self, guidance_scale: float, model: Any, unconditional_ids: np.ndarray | None = None,
-                 unconditional_attention_mask: np.ndarray | None = None, use_cache: bool = True):
-        if not is_number(guidance_scale) or not np.isfinite(guidance_scale):
-            raise ValueError(f"`guidance_scale` has to be a finite float, but is {guidance_scale!r}")
-        if unconditional_ids is not None:
-            unconditional_ids = _check_prompt(unconditional_ids)
-            if unconditional_attention_mask is not None and \
-                    np.shape(unconditional_attention_mask) != unconditional_ids.shape:
-                raise ValueError(f"`negative_prompt_attention_mask` has to have the shape of `negative_prompt_ids` "
-                                 f"{unconditional_ids.shape}, but has {np.shape(unconditional_attention_mask)}")
-        self.guidance_scale = float(guidance_scale)  # a Python float keeps the float32 arithmetic
-        self.model = model
-        self.use_cache = use_cache
-        self.unconditional_ids = unconditional_ids
-        self.unconditional_attention_mask = unconditional_attention_mask
-        self.cache: Any = None  # the unconditional branch's KVCache, made on the first call
-
-    def unconditional_logits(self, input_ids: np.ndarray) -> np.ndarray:
-        """Run the branch one step: the first call its whole prompt, then the row's newest token -> (N, V)."""
-        if self.cache is None:
-            ids = input_ids[:, -1:] if self.unconditional_ids is None else self.unconditional_ids  # (N, T_u)
-            mask = self.unconditional_attention_mask
-            mask = np.ones_like(ids) if mask is None else np.asarray(mask).astype(np.int64)
-            if ids.shape[0] != input_ids.shape[0]:
-                raise ValueError(f"`negative_prompt_ids` has to have one row per generated row ({input_ids.shape[0]}: "
-                                 f"batch x beams or return sequences), but has {ids.shape[0]}")
-            self.cache = self.model.new_cache(ids.shape[0], int(self.model.config.n_positions))
-        else:
-            ids = input_ids[:, -1:]  # (N, 1)
-            mask = np.concatenate([self.unconditional_attention_mask, np.ones_like(ids)], axis=1)
-        self.unconditional_attention_mask = mask
-        past = self.cache.length
-        positions = np.broadcast_to(np.arange(past, past + ids.shape[1], dtype=np.int64), ids.shape)
-        out = self.model(ids, attention_mask=mask, position_ids=positions, past_key_values=self.cache,
-                         logits_to_keep=1)
-        return out.logits[:, -1, :]
-
-    def __call__(self, input_ids, scores, **kwargs):
-        scores = check_scores(scores)
-        if self.guidance_scale == 1:  # off: no second forward pass
-            return log_softmax(scores)
-        return guidance_mix(scores, self.unconditional_logits(input_ids), self.guidance_scale)

@@ -20,7 +20,7 @@ import numpy as np
 from .logits_process import LogitsProcessor
 from .logits_warp import LogitsWarper
 from ..numerics import log_softmax
-from ..validation import check_scores
+from .arguments import check_scores
 
 __all__ = ["inf_nan_remove_process", "logit_normalization_process", "InfNanRemoveLogitsProcessor",
            "LogitNormalization"]

@@ -32,7 +32,8 @@ import numpy as np
 
 from .logits_warp import LogitsWarper
 from ..numerics import log_softmax, softmax
-from ..validation import check_filter_value, check_scores, is_integer, is_number
+from .arguments import check_filter_value, check_scores
+from ..validation import is_integer, is_number
 
 __all__ = [
     "typical_warp",

@@ -231,7 +231,7 @@ class TraceRecorder(Recorder):
             hyps = _pool(scorer, b, group)
             if not self._done_before[b, group]:
                 step.setdefault("hypotheses", []).extend(
-                    self._hypotheses(hyps, b, group, size, cand_scores[b], cand_beams[b], cand_tokens[b],
+                    self._hypotheses(hyps, b, group, size, (cand_scores[b], cand_beams[b], cand_tokens[b]),
                                      input_ids, eos, cur_len - prompt_len, history))
                 why = done_reason(hyps, float(cand_scores[b].max()), cur_len, prompt_len)
             else:
@@ -282,12 +282,12 @@ class TraceRecorder(Recorder):
 
     # -- helpers
 
-    def _hypotheses(self, hyps: Any, b: int, group: int, size: int, scores: np.ndarray, beams: np.ndarray,
-                    tokens: np.ndarray, input_ids: np.ndarray, eos: list[int] | None, generated_len: int,
-                    history: list) -> list[dict]:
+    def _hypotheses(self, hyps: Any, b: int, group: int, size: int, candidates: tuple, input_ids: np.ndarray,
+                    eos: list[int] | None, generated_len: int, history: list) -> list[dict]:
         """The eos candidates ``process`` offered to ``hyps`` this step (rank < group size), each with the
         score the pool holds for it (read from the pool's new entries, matched by tokens in insertion
         order) and ``kept``; a hypothesis the pool refused gets the score ``add`` computes."""
+        scores, beams, tokens = candidates  # (C,) each, of prompt b, best first
         new = [h for h in hyps.beams if id(h) not in self._pool_seen]
         self._pool_seen.update({id(h): h for h in new})
         offered = []

@@ -1,0 +1,77 @@
+r"""The processors' and warpers' arguments, checked at the door in transformers 4.38.2's wording.
+
+Contract: each function takes one argument of a processor's ``__init__`` or ``__call__`` and returns it
+normalised (a Python int or float, the array itself) or raises a ``ValueError`` / ``TypeError`` that names
+the parameter, the allowed range and the value received (a ValueError for a wrong type too, where
+transformers raises one). Shared by the modules of :mod:`refdecode.processors`; the checks that
+``GenerationConfig`` needs as well (token ids, id sequences) are in :mod:`refdecode.validation`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..validation import is_float, is_integer, is_number
+
+__all__ = ["check_count", "check_positive_float", "check_scores", "check_input_ids", "check_vocab_ids",
+           "check_filter_value"]
+
+#: How check_count names the range ``value >= minimum``, as transformers' messages do.
+_AT_LEAST = {0: "a non-negative integer", 1: "a strictly positive integer (>= 1)",
+             2: "an integer strictly larger than 1"}
+
+
+
+def check_count(name: str, value: Any, minimum: int) -> int:
+    """``value`` as a Python int if it is an integer ``>= minimum`` (0, 1 or 2), else a ValueError naming ``name``."""
+    if not is_integer(value) or value < minimum:
+        raise ValueError(f"`{name}` has to be {_AT_LEAST[minimum]}, but is {value!r}")
+    return int(value)
+
+
+def check_positive_float(name: str, value: Any, what: str = "a strictly positive float (> 0)") -> float:
+    """``value`` as a Python float if it is a float > 0 (an int such as ``2`` is refused), else a ValueError."""
+    if not is_float(value) or not value > 0:
+        raise ValueError(f"`{name}` has to be {what}, but is {value!r}")
+    return float(value)
+
+
+def check_scores(scores: Any) -> np.ndarray:
+    """``scores`` must be a float32 (B, V) array; anything else is a TypeError/ValueError, not a silent cast."""
+    if not isinstance(scores, np.ndarray) or scores.dtype != np.float32:
+        kind = scores.dtype if isinstance(scores, np.ndarray) else type(scores).__name__
+        raise TypeError(f"`scores` has to be a float32 numpy array of shape (batch, vocab), but is {kind}: refdecode "
+                        "computes in float32 only, the dtype of the model's logits, which is where its results are "
+                        "checked equal to transformers'; cast with `scores.astype(np.float32)`")
+    if scores.ndim != 2:
+        raise ValueError(f"`scores` has to have shape (batch, vocab), but has shape {scores.shape}")
+    return scores
+
+
+def check_input_ids(input_ids: Any, batch: int) -> np.ndarray:
+    """``input_ids`` must be an integer (B, T) array with the same B as ``scores``."""
+    if not isinstance(input_ids, np.ndarray) or not np.issubdtype(input_ids.dtype, np.integer):
+        kind = input_ids.dtype if isinstance(input_ids, np.ndarray) else type(input_ids).__name__
+        raise TypeError(f"`input_ids` has to be an integer numpy array of shape (batch, seq), but is {kind}")
+    if input_ids.ndim != 2 or input_ids.shape[0] != batch:
+        raise ValueError(
+            f"`input_ids` has to have shape (batch, seq) with batch = scores.shape[0] = {batch}, "
+            f"but has shape {input_ids.shape}"
+        )
+    return input_ids
+
+
+def check_vocab_ids(name: str, ids: np.ndarray, vocab_size: int) -> None:
+    """Token ids must index the vocabulary: ValueError instead of an IndexError or Python's negative indexing."""
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
+        bad = ids[(ids < 0) | (ids >= vocab_size)].ravel()[0]
+        raise ValueError(f"`{name}` has to hold token ids in [0, {vocab_size - 1}] (vocab size), but holds {bad}")
+
+
+def check_filter_value(filter_value: Any) -> float:
+    """``filter_value`` as a Python float (any real number), else a ValueError."""
+    if not is_number(filter_value):
+        raise ValueError(f"`filter_value` has to be a float, but is {filter_value!r}")
+    return float(filter_value)
