@@ -105,7 +105,7 @@ def decode_case_ids(file: str, features: set[str]) -> list:
 
 def run_decode_case(file: str, cid: str) -> None:
     """Replay one whole-generate case: sequences and beam indices exact, scores within 1e-4."""
-    from test_generate import check, golden_model, replay
+    from decode_golden import check, golden_model, replay
 
     meta, arrays = load(file)
     case = next(c for c in meta["cases"] if c["id"] == cid)

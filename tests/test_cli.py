@@ -213,6 +213,6 @@ def test_a_registered_subcommand_gets_the_remaining_arguments(monkeypatch):
     from refdecode import cli
 
     _SEEN.clear()
-    monkeypatch.setitem(cli.SUBCOMMANDS, "echo-test", "test_cli:_record_argv")
+    monkeypatch.setitem(cli.SUBCOMMANDS, "echo-test", f"{__name__}:_record_argv")  # this module, as pytest named it
     assert cli.main(["echo-test", "a", "--b"]) == 3
     assert _SEEN == [["a", "--b"]]

@@ -9,12 +9,11 @@ sequences_scores within 1e-4. Sampling cases replay transformers' multinomial dr
 
 from __future__ import annotations
 
-import json
-from functools import cache
 
 import numpy as np
 import pytest
-from conftest import GOLDEN, MODELS
+from decode_golden import check, check_scores, golden, golden_model, replay
+from conftest import MODELS
 
 from refdecode.generate import generate
 from refdecode.pipeline import logits_processors, logits_warpers
@@ -24,64 +23,8 @@ from refdecode.processors.logits_process import LogitsProcessorList, RepetitionP
 from refdecode.decoding.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
 from refdecode.testing import TableModel
 
-ATOL = 1e-4
 # some golden cases ask for min_length > max_length on purpose (transformers warns too)
 pytestmark = pytest.mark.filterwarnings("ignore:Unfeasible length constraints:UserWarning")
-
-
-@cache
-def golden(name: str) -> tuple[dict, dict]:
-    with np.load(GOLDEN / name) as z:
-        arrays = {k: z[k] for k in z.files}
-    return json.loads(str(arrays.pop("meta"))), arrays
-
-
-@cache
-def golden_model(name: str) -> GPT2:
-    return GPT2.from_pretrained(GOLDEN / "models" / name)
-
-
-def check(name: str, ours: np.ndarray, ref: np.ndarray, exact: bool) -> None:
-    """Compare, printing max abs diff and first values on failure (as llm.c's check_tensor)."""
-    ours, ref = np.asarray(ours), np.asarray(ref)
-    assert ours.shape == ref.shape, f"{name}: shape {ours.shape} != golden {ref.shape}"
-    if exact:
-        assert np.array_equal(ours, ref), f"{name}: differs\n ours={ours.tolist()}\n gold={ref.tolist()}"
-        return
-    finite = np.isfinite(ref)
-    assert np.array_equal(np.isfinite(ours), finite) and np.array_equal(ours[~finite], ref[~finite]), \
-        f"{name}: non-finite entries differ"
-    diff = np.abs(ours[finite].astype(np.float64) - ref[finite]) if finite.any() else np.zeros(1)
-    assert diff.max() <= ATOL, (f"{name}: max abs diff {diff.max():.3g} > {ATOL}\n ours={ours.ravel()[:6]}\n"
-                                f" gold={ref.ravel()[:6]}")
-
-
-def check_scores(cid: str, scores: tuple, arrays: dict) -> None:
-    s = np.stack(scores)                                                   # (S, N, V)
-    assert s.dtype == np.float32
-    ids = arrays[f"{cid}/top_ids"].astype(np.int64)
-    assert s.shape[:2] == ids.shape[:2], f"{cid}: {s.shape[:2]} steps/rows != golden {ids.shape[:2]}"
-    check(f"{cid} scores (golden top-8)", np.take_along_axis(s, ids, axis=-1), arrays[f"{cid}/top_values"], False)
-    check(f"{cid} max score", s.max(axis=-1), arrays[f"{cid}/top_values"][..., 0], False)
-    check(f"{cid} number of -inf", np.isneginf(s).sum(axis=-1), arrays[f"{cid}/n_neginf"], True)
-    finite_sum = np.where(np.isfinite(s), s, 0.0).astype(np.float64).sum(axis=-1)
-    np.testing.assert_allclose(finite_sum, arrays[f"{cid}/finite_sum"], atol=2e-3, err_msg=f"{cid} finite sum")
-    if f"{cid}/scores" in arrays:
-        check(f"{cid} full scores", s, arrays[f"{cid}/scores"], False)
-
-
-def replay(arrays: dict, cid: str, n_draws: int):
-    """A draw function returning transformers' recorded multinomial outputs, in order."""
-    draws = [arrays[f"{cid}/draw{i:02d}"].astype(np.int64) for i in range(n_draws)]
-
-    def draw(probs, num_samples, replacement, rng):
-        assert draws, "more draws than transformers made"
-        d = draws.pop(0)
-        assert d.shape == (probs.shape[0], num_samples)
-        assert (np.take_along_axis(probs, d, axis=1) > 0).all(), "replayed token has zero probability here"
-        return d
-    draw.remaining = draws
-    return draw
 
 
 def run_golden(file: str, cid: str) -> None:
@@ -349,7 +292,7 @@ def _names_an_argument(message: str) -> bool:
 
 
 #: examples per fuzz test: 300 in CI (a few seconds); REFDECODE_FUZZ_EXAMPLES=20000 for a long local hunt
-FUZZ_EXAMPLES = int(__import__("os").environ.get("REFDECODE_FUZZ_EXAMPLES", "300"))
+from json_fuzz import FUZZ_EXAMPLES  # noqa: E402
 
 
 #: a mode to start from, so that random fields also reach the beam, sampling and group code paths

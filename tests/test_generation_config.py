@@ -300,7 +300,7 @@ def test_generate_warns_once_for_an_ignored_temperature():
 import dataclasses as _dc  # noqa: E402
 
 from hypothesis import given, settings  # noqa: E402
-from test_config import FUZZ_EXAMPLES, json_file_contents  # noqa: E402
+from json_fuzz import FUZZ_EXAMPLES, json_file_contents  # noqa: E402
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)

@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+from json_fuzz import FUZZ_EXAMPLES, json_file_contents
 from conftest import GOLDEN, MODELS
 
 from refdecode.model.config import GPT2Config
@@ -66,27 +67,10 @@ def test_file_errors(tmp_path):
 # ---- fuzz: random config.json files end in a config or an error naming the file (issue 14)
 
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
-_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-3, 70), st.integers(), st.floats(), st.text(max_size=5),
-                    st.sampled_from(["gpt2", "gelu_new", "relu", "false", "true"]))
-JSON_VALUES = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3) |
-                           st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=6)
 _FIELDS = ["model_type", "vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner", "activation_function",
            "layer_norm_epsilon", "bos_token_id", "eos_token_id", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
            "reorder_and_upcast_attn", "tie_word_embeddings"]
-FUZZ_EXAMPLES = int(__import__("os").environ.get("REFDECODE_FUZZ_EXAMPLES", "300"))
-
-
-def json_file_contents(fields: list[str]):
-    """Bytes of a file: a JSON object over ``fields`` (with a valid base half the time), any JSON, or raw bytes."""
-    objects = st.fixed_dictionaries({}, optional={name: JSON_VALUES for name in fields})
-    return st.one_of(
-        objects.map(lambda d: json.dumps(d, allow_nan=True).encode()),
-        objects.map(lambda d: json.dumps({"model_type": "gpt2", "n_embd": 8, "n_head": 2} | d).encode()),
-        JSON_VALUES.map(lambda v: json.dumps(v).encode()),
-        st.binary(max_size=30),
-    )
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)

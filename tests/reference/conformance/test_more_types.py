@@ -8,22 +8,15 @@ returned, and that the constrained decodes return sequences holding every constr
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
 from refdecode.reference.conformance.registry import REGISTRY
-from refdecode.reference.conformance.serve import answer
+from conformance_suites import ask
 
 NEW_TYPES = ["forced_decoder_ids", "stop_strings", "constraint_states", "constrained_beam_search",
              "contrastive_ranking", "gpt2_contrastive_search"]
-
-
-def ask(type_name: str, inp: dict) -> dict:
-    response = json.loads(answer(json.dumps({"id": "t/0", "type": type_name, "input": inp})))
-    assert "error" not in response, response
-    return response["output"]
 
 
 def test_the_new_types_are_registered_with_their_groups():

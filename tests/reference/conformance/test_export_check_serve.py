@@ -27,25 +27,9 @@ from refdecode.reference.conformance.kinds import F32, I64, to_json, validate
 from refdecode.reference.conformance.registry import REGISTRY, Case, CaseType, register, select
 from refdecode.reference.conformance.serve import answer
 from refdecode.reference.conformance.toy_model import ToyModel, toy_hash
+from conformance_suites import DECODE_LIMIT, DECODE_TYPES, UNIT_TYPES, decode_suite, unit_suite  # noqa: F401  (fixtures)
 
 SERVE = f'"{sys.executable}" -m refdecode.cli conformance serve'
-UNIT_TYPES = select("processors_and_warpers,beam_hypotheses")
-DECODE_TYPES = [t for t in REGISTRY if t not in UNIT_TYPES]
-DECODE_LIMIT = 5
-
-
-@pytest.fixture(scope="session")
-def unit_suite(tmp_path_factory):
-    root = tmp_path_factory.mktemp("unit_suite")
-    export(root, types=UNIT_TYPES)
-    return root
-
-
-@pytest.fixture(scope="session")
-def decode_suite(tmp_path_factory):
-    root = tmp_path_factory.mktemp("decode_suite")
-    export(root, types=DECODE_TYPES, limit=DECODE_LIMIT)
-    return root
 
 
 def files(root) -> dict[str, bytes]:

@@ -13,7 +13,7 @@ import re
 import sys
 
 import pytest
-from test_conformance import decode_suite, unit_suite  # noqa: F401  (session fixtures)
+from conformance_suites import decode_suite, unit_suite  # noqa: F401  (session fixtures)
 
 from refdecode.reference.conformance.check import check
 from refdecode.reference.conformance.plants import PLANTS

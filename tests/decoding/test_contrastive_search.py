@@ -13,7 +13,7 @@ import pytest
 from conftest import GOLDEN
 from hypothesis import given
 from hypothesis import strategies as st
-from test_generate import check, check_scores, golden, golden_model, replay
+from decode_golden import check, check_scores, golden, golden_model, replay
 
 from refdecode.decoding.contrastive_search import contrastive_search, degeneration_penalty, rank_candidates
 from refdecode.generate import generate

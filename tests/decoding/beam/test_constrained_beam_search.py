@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_generate import check, check_scores, golden, golden_model
+from decode_golden import check, check_scores, golden, golden_model
 
 from refdecode.decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer, bank_round_robin
 from refdecode.decoding.beam.constrained_beam_search import constrained_beam_search

@@ -135,7 +135,7 @@ def test_invalid_arguments_name_the_parameter(make, name):
 
 
 def _force_golden():
-    from test_generate import golden
+    from decode_golden import golden
     return golden("force_tokens.npz")
 
 
@@ -155,7 +155,7 @@ def test_force_tokens_processor_golden(case):
                          ids=lambda c: c["id"])
 def test_forced_decoder_ids_in_generate_golden(case):
     """Greedy and beam search with forced_decoder_ids (and begin_suppress_tokens, moved past the forced positions)."""
-    from test_generate import check, golden_model
+    from decode_golden import check, golden_model
 
     from refdecode.generate import generate
     _, arrays = _force_golden()

@@ -29,14 +29,10 @@ from refdecode.model.gpt2 import (
 from refdecode.model.kv_cache import KVCache
 from refdecode.model.modeling import GPT2
 from refdecode.numerics import ACT2FN
+from numeric_checks import rel_err
 
 GOLDEN_MODELS = ["save_pretrained", "hub", "f16_gelu", "bf16_relu"]
 RTOL = 1e-4  # relative to the largest |logit| of the reference
-
-
-def rel_err(got: np.ndarray, want: np.ndarray) -> float:
-    """max |got - want| / max |want|."""
-    return float(np.abs(got - want).max() / np.abs(want).max())
 
 
 def assert_logits(got: np.ndarray, want: np.ndarray, what: str) -> None:

@@ -19,8 +19,8 @@ import pytest
 from conftest import GOLDEN, ROOT
 from hypothesis import given
 from hypothesis import strategies as st
-from test_generate import check
-from test_fast import random_model
+from decode_golden import check
+from random_models import random_model
 
 from refdecode.decoding.assisted_decoding import assisted_decoding, count_matches, speculative_sampling
 from refdecode.decoding.candidate_generator import PromptLookupCandidateGenerator, prompt_lookup
@@ -274,7 +274,7 @@ def inverse_cdf(probs, num_samples, replacement, rng):
 def test_speculative_sampling_keeps_the_model_distribution_chi_square():
     """One round with one candidate drawn from q: the token that comes out is distributed as p (the point of the rule,
     Leviathan et al. theorem 1), though q is far from p. 4000 rounds, chi-square at significance 0.001."""
-    from test_sampling import CHI2_CRIT, chi_square
+    from numeric_checks import CHI2_CRIT, chi_square
     rng = np.random.default_rng(5)
     p = np.array([0.5, 0.3, 0.15, 0.05])
     p_scores = np.log(np.array([p, [0.25, 0.25, 0.25, 0.25]], dtype=np.float32))

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from test_conformance_more_types import ask  # one request through serve's answer
+from conformance_suites import ask  # one request through serve's answer
 
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
 from refdecode.reference.conformance.registry import REGISTRY

@@ -14,7 +14,7 @@ from safetensors.numpy import save_file
 from refdecode import GPT2, generate
 from refdecode.testing import CountingModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import make_copy_checkpoint  # noqa: E402
 
 SHAPE = dict(n_embd=256, n_head=4, n_layer=3, n_positions=128, vocab_size=1000)

@@ -17,13 +17,9 @@ from refdecode.numerics import softmax
 from refdecode.decoding.sampling import sample
 from refdecode.decoding.randomness import multinomial
 from refdecode.testing import TableModel
+from numeric_checks import CHI2_CRIT, chi_square
 
 # chi-square critical values at significance 0.001 (tables): df -> value
-CHI2_CRIT = {1: 10.828, 2: 13.816, 3: 16.266, 4: 18.467, 5: 20.515, 11: 31.264}
-
-
-def chi_square(counts: np.ndarray, expected: np.ndarray) -> float:
-    return float(((counts - expected) ** 2 / expected).sum())
 
 
 def test_draws_follow_the_distribution_chi_square():

@@ -1,0 +1,34 @@
+"""Conformance suites exported once per session (fixtures), and one request through ``serve``'s answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from refdecode.reference.conformance.export import export
+from refdecode.reference.conformance.registry import REGISTRY, select
+from refdecode.reference.conformance.serve import answer
+
+UNIT_TYPES = select("processors_and_warpers,beam_hypotheses")
+DECODE_TYPES = [t for t in REGISTRY if t not in UNIT_TYPES]
+DECODE_LIMIT = 5
+
+@pytest.fixture(scope="session")
+def unit_suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("unit_suite")
+    export(root, types=UNIT_TYPES)
+    return root
+
+
+@pytest.fixture(scope="session")
+def decode_suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("decode_suite")
+    export(root, types=DECODE_TYPES, limit=DECODE_LIMIT)
+    return root
+
+
+def ask(type_name: str, inp: dict) -> dict:
+    response = json.loads(answer(json.dumps({"id": "t/0", "type": type_name, "input": inp})))
+    assert "error" not in response, response
+    return response["output"]
