@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 
 import pytest
 
+from refdecode.reference.conformance.check import check
 from refdecode.reference.conformance.export import export
 from refdecode.reference.conformance.registry import REGISTRY, select
 from refdecode.reference.conformance.serve import answer
@@ -32,3 +35,12 @@ def ask(type_name: str, inp: dict) -> dict:
     response = json.loads(answer(json.dumps({"id": "t/0", "type": type_name, "input": inp})))
     assert "error" not in response, response
     return response["output"]
+
+
+SERVE = f'"{sys.executable}" -m refdecode.cli conformance serve'
+
+
+def run_check(root, command: str = SERVE, only: str | None = None) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    status = check(root, command, only=only, out=out)
+    return status, out.getvalue().splitlines()

@@ -26,6 +26,7 @@ def text(b: bytes | None) -> str:
     return (b or b"").decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_cli_prints_the_prompt_and_a_continuation():
     out = run("ROMEO:", *MODEL, "--max-new-tokens", "8")
     assert out.returncode == 0, text(out.stderr)
@@ -33,6 +34,7 @@ def test_cli_prints_the_prompt_and_a_continuation():
     assert text(out.stdout).endswith("\n") and not text(out.stdout).endswith("\n\n") and out.stderr == b""
 
 
+@pytest.mark.slow
 def test_version_and_help_show_defaults_without_rest_markup():
     version = run("--version")
     assert version.returncode == 0 and text(version.stdout).startswith("refdecode 0.")
@@ -41,6 +43,7 @@ def test_version_and_help_show_defaults_without_rest_markup():
     assert "(default: 1)" in helptext and "else 40)" in helptext and "tiny-shakespeare" in helptext
 
 
+@pytest.mark.slow
 def test_stop_strings_and_the_newer_warpers_are_options():
     out = run("ROMEO:", *MODEL, "--max-new-tokens", "20", "--stop", "not", "--stop", "zzz")
     assert out.returncode == 0 and text(out.stdout).rstrip("\n").endswith("not"), text(out.stdout)
@@ -64,6 +67,7 @@ USAGE_ERRORS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(USAGE_ERRORS))
 def test_usage_errors_end_with_status_2_and_one_line(case):
     args, expected = USAGE_ERRORS[case]
@@ -93,6 +97,7 @@ def test_a_broken_checkpoint_is_a_usage_error_naming_the_file(tmp_path):
     assert err.startswith(f"refdecode: error: --model {tmp_path}: cannot load the checkpoint:") and "model.safetensors" in err
 
 
+@pytest.mark.slow
 def test_warnings_are_one_line_each_and_name_the_flags():
     """4.38.2 warns when a sampling flag is given without sampling; the CLI says it with the flags' names."""
     out = run("ROMEO:", *MODEL, "--max-new-tokens", "3", "--top-p", "0.5", "--top-k", "3")
@@ -134,6 +139,7 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [[], ["--do-sample", "--seed", "3"]], ids=["greedy", "sample"])
 def test_output_is_streamed_before_the_last_token_is_generated(mode):
     """Read the pipe as it is written: generated text must appear before the model's last forward pass
@@ -156,6 +162,7 @@ def test_output_is_streamed_before_the_last_token_is_generated(mode):
     assert len(chunks) > 1  # the reader got the output in pieces
 
 
+@pytest.mark.slow
 def test_beam_search_shows_progress_on_stderr_and_prints_at_the_end():
     out = run("ROMEO:", *MODEL, "--max-new-tokens", "6", "--num-beams", "3", "--progress")
     assert out.returncode == 0 and text(out.stdout).startswith("ROMEO:")
@@ -164,6 +171,7 @@ def test_beam_search_shows_progress_on_stderr_and_prints_at_the_end():
     assert quiet.stderr == b"" and quiet.stdout == out.stdout
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_quietly_with_what_was_generated():
     proc = subprocess.Popen([sys.executable, "-m", "refdecode", "ROMEO:", *MODEL, "--max-new-tokens", "250",
                              "--min-new-tokens", "250"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -175,6 +183,7 @@ def test_ctrl_c_ends_quietly_with_what_was_generated():
     assert (first + rest).startswith(b"ROMEO:") and (first + rest).endswith(b"\n")
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_and_status_1():
     with open("/dev/full", "w") as full:
         out = run("ROMEO:", *MODEL, "--max-new-tokens", "5", stdout=full)
@@ -182,6 +191,7 @@ def test_a_full_disk_is_one_line_and_status_1():
         "on device\n"
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_the_cli_without_a_traceback():
     proc = subprocess.Popen([sys.executable, "-m", "refdecode", "ROMEO:", *MODEL],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -191,6 +201,7 @@ def test_a_closed_pipe_ends_the_cli_without_a_traceback():
     assert proc.returncode == 1
 
 
+@pytest.mark.slow
 def test_the_default_model_is_found_from_any_directory(tmp_path):
     """Without --model the shipped tiny-shakespeare is used, whatever the working directory."""
     out = subprocess.run([sys.executable, "-m", "refdecode", "ROMEO:", "--max-new-tokens", "3"], cwd=tmp_path,

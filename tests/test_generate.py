@@ -302,6 +302,7 @@ MODES = st.sampled_from([{}, {"do_sample": True}, {"num_beams": 2}, {"num_beams"
                           "return_dict_in_generate": True}])
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES, deadline=20_000)
 @given(mode=MODES, kwargs=st.dictionaries(st.sampled_from(FIELDS), WILD, max_size=6), seed=st.integers(0, 3))
 def test_any_generation_arguments_succeed_or_name_the_argument(mode, kwargs, seed):

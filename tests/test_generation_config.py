@@ -110,15 +110,6 @@ def test_update_validates_and_returns_unused():
         cfg.update(num_return_sequences=4)
 
 
-@pytest.mark.parametrize("kwargs, mode", [
-    ({}, "greedy_search"), (dict(do_sample=True), "sample"), (dict(num_beams=2), "beam_search"),
-    (dict(num_beams=2, do_sample=True), "beam_sample"),
-    (dict(num_beams=4, num_beam_groups=2, diversity_penalty=1.0), "group_beam_search"),
-])
-def test_generation_mode(kwargs, mode):
-    assert generation_mode(GenerationConfig(**kwargs)) == mode
-
-
 def test_load_generation_config_json(tmp_path):
     cfg = GenerationConfig.from_pretrained(MODELS / "gpt2-tiny")
     assert cfg.eos_token_id == 50256 and cfg.bos_token_id == 50256 and cfg.max_length == 20
@@ -303,6 +294,7 @@ from hypothesis import given, settings  # noqa: E402
 from json_fuzz import FUZZ_EXAMPLES, json_file_contents  # noqa: E402
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(content=json_file_contents([f.name for f in _dc.fields(GenerationConfig)]))
 def test_fuzzed_generation_config_json_loads_or_names_the_file(tmp_path_factory, content):

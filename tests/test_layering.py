@@ -310,3 +310,17 @@ def print_levels() -> None:  # pragma: no cover - for the notes: python tests/te
 
 if __name__ == "__main__":
     print_levels()
+
+
+# ---- the tests mirror the package
+
+
+TESTS = PACKAGE.parent / "tests"
+
+
+def test_every_module_has_a_test_file_where_the_tree_says():
+    """refdecode/<folders>/<m>.py is tested by tests/<folders>/test_<m>.py (``__init__`` / ``__main__`` excepted)."""
+    missing = [str(Path("tests") / p.relative_to(PACKAGE).parent / f"test_{p.stem}.py")
+               for p in sorted(PACKAGE.rglob("*.py")) if p.stem not in ("__init__", "__main__")
+               and not (TESTS / p.relative_to(PACKAGE).parent / f"test_{p.stem}.py").is_file()]
+    assert not missing, "\n".join(missing)

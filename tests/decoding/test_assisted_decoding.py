@@ -23,7 +23,7 @@ from decode_golden import check
 from random_models import random_model
 
 from refdecode.decoding.assisted_decoding import assisted_decoding, count_matches, speculative_sampling
-from refdecode.decoding.candidate_generator import PromptLookupCandidateGenerator, prompt_lookup
+from refdecode.decoding.candidate_generator import PromptLookupCandidateGenerator
 from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
 from refdecode.model.modeling import GPT2
@@ -218,6 +218,7 @@ def min_gap(scores: tuple) -> float:
     return float((top2[:, 0] - top2[:, 1]).min())
 
 
+@pytest.mark.slow
 @given(st.integers(0, 3), st.integers(0, 2**31), st.integers(1, 8), st.integers(1, 6), st.booleans(),
        st.integers(0, 2))
 def test_assisted_and_prompt_lookup_greedy_equal_greedy_on_tiny_gpt2(pair, seed, prompt_len, n_draft, mask_on, n_pad):
@@ -243,19 +244,6 @@ def test_assisted_and_prompt_lookup_greedy_equal_greedy_on_tiny_gpt2(pair, seed,
 
 
 # ---- the pieces
-
-
-def test_prompt_lookup_takes_the_first_earlier_match_of_the_longest_ngram():
-    ids = np.array([1, 2, 9, 8, 2, 7, 6, 1, 2])
-    # bigram (1, 2) occurs at 0 -> what followed it: 9, 8, 2 (not the unigram 2's later continuation)
-    assert prompt_lookup(ids, 3, 2).tolist() == [9, 8, 2]
-    # with unigrams only, the first earlier 2 (position 1) is followed by 9, 8, ...
-    assert prompt_lookup(ids, 2, 1).tolist() == [9, 8]
-    # candidates stop at the end of the sequence
-    assert prompt_lookup(np.array([3, 4, 3]), 5, 2).tolist() == [4, 3]
-    # no match at all: one dummy candidate, token 0 (4.38.2)
-    assert prompt_lookup(np.array([5, 6, 7]), 4, 2).tolist() == [0]
-    assert prompt_lookup(np.array([5]), 4, 2).tolist() == [0]
 
 
 def test_count_matches_caps_at_max_matches_and_stops_before_a_trailing_eos():
@@ -349,17 +337,6 @@ def test_candidates_past_n_positions_are_cut():
     np.testing.assert_array_equal(out, generate(model, ids, max_length=12))
 
 
-def test_heuristic_schedule_grows_on_full_acceptance_and_is_kept_by_the_assistant():
-    model = table_model(1, 6, None, noise=0.0)
-    assistant = with_draft_length(model, 2, "heuristic")  # the model itself: every draft accepted
-    generate(model, np.array([[1]]), max_new_tokens=12, assistant_model=assistant)
-    # rounds draft 2, 4, 6 (accepted, +2 each; the 3rd is cut by max_length) -> the count kept for the next call
-    assert assistant.generation_config.num_assistant_tokens > 2
-    transient = with_draft_length(table_model(1, 6, None, noise=0.0), 2, "heuristic_transient")
-    generate(model, np.array([[1]]), max_new_tokens=12, assistant_model=transient)
-    assert transient.generation_config.num_assistant_tokens == 2
-
-
 def test_assisted_decoding_direct_call_and_output_types():
     model = table_model(2, 5, 4)
     out = assisted_decoding(model, np.array([[1, 2, 1]]), PromptLookupCandidateGenerator(3), max_length=9, pad_token_id=0,
@@ -413,13 +390,6 @@ def test_num_assistant_tokens_given_to_generate_warns_that_4382_reads_the_assist
     assert assistant.generation_config.num_assistant_tokens == 3
 
 
-def test_prompt_lookup_generator_checks_its_arguments():
-    with pytest.raises(ValueError, match="`num_output_tokens` has to be an integer >= 1, but is 0"):
-        PromptLookupCandidateGenerator(0)
-    with pytest.raises(ValueError, match="`max_matching_ngram_size` has to be an integer >= 1, but is 1.5"):
-        PromptLookupCandidateGenerator(3, 1.5)
-
-
 def test_greedy_search_is_untouched_by_the_new_config_fields():
     ids = np.array([[1, 2, 3]])
     np.testing.assert_array_equal(generate(MODEL, ids, max_new_tokens=4, num_assistant_tokens=9),
@@ -445,3 +415,14 @@ def test_streamer_gets_the_prompt_then_each_rounds_tokens():
                    streamer=streamer)
     assert streamer.puts == [[1, 2, 3, 4, 1], [2, 3, 4, 1, 2], [3, 4, 1]] and streamer.ended
     assert sum(streamer.puts, []) == out[0].tolist()
+
+
+def test_heuristic_schedule_grows_on_full_acceptance_and_is_kept_by_the_assistant():
+    model = table_model(1, 6, None, noise=0.0)
+    assistant = with_draft_length(model, 2, "heuristic")  # the model itself: every draft accepted
+    generate(model, np.array([[1]]), max_new_tokens=12, assistant_model=assistant)
+    # rounds draft 2, 4, 6 (accepted, +2 each; the 3rd is cut by max_length) -> the count kept for the next call
+    assert assistant.generation_config.num_assistant_tokens > 2
+    transient = with_draft_length(table_model(1, 6, None, noise=0.0), 2, "heuristic_transient")
+    generate(model, np.array([[1]]), max_new_tokens=12, assistant_model=transient)
+    assert transient.generation_config.num_assistant_tokens == 2

@@ -30,6 +30,7 @@ def nav_pages() -> list[str]:
     return re.findall(r":\s*([\w./-]+\.md)\s*$", nav, flags=re.M)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_page_examples_run(page, monkeypatch):
     """Run the page's doctest examples; on failure doctest prints the expected and the actual output."""

@@ -55,6 +55,7 @@ def test_checker_accepts_the_solution(name):
     assert ok, report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(SOLUTIONS_DIR.glob("lab[0-9][0-9]_*.py")), ids=lambda p: p.stem)
 def test_solution_files_run_as_scripts(path, tmp_path):
     proc = subprocess.run([sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120)

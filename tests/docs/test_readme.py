@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import re
 import runpy
 
@@ -10,6 +12,7 @@ from conftest import ROOT
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     """Guards against an example that no longer matches the API (the one most readers copy first)."""
     blocks = re.findall(r"```python\n(.*?)```", README, flags=re.S)

@@ -38,6 +38,7 @@ def test_tutorial_is_percent_format_and_uses_refdecode(path):
     assert re.search(r"^\s*assert ", text, flags=re.M), "assert the key numbers so drift fails the run"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
 def test_tutorial_runs(path, tmp_path):
     """``python tutorials/NN_x.py`` exits 0 (every assert inside holds) within the timeout."""

@@ -287,6 +287,7 @@ FUZZ_EXAMPLES = int(__import__("os").environ.get("REFDECODE_FUZZ_EXAMPLES", "300
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+@pytest.mark.slow
 @given(header=_HEADER | _JSON, data_len=st.integers(0, 80), raw=st.none() | st.binary(max_size=40),
        size_field=st.none() | st.integers(0, 2**64 - 1))
 def test_fuzzed_headers_parse_or_raise_a_value_error_naming_the_file(tmp_path_factory, header, data_len, raw,

@@ -73,6 +73,7 @@ _FIELDS = ["model_type", "vocab_size", "n_positions", "n_embd", "n_layer", "n_he
            "reorder_and_upcast_attn", "tie_word_embeddings"]
 
 
+@pytest.mark.slow
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 @given(content=json_file_contents(_FIELDS))
 def test_fuzzed_config_json_loads_or_names_the_file(tmp_path_factory, content):

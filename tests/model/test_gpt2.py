@@ -351,6 +351,7 @@ sys.stdout.write(lm_head(x, head).tobytes().hex() + lm_head(x, np.asfortranarray
 """
 
 
+@pytest.mark.slow
 def test_lm_head_bits_do_not_depend_on_the_openblas_thread_count():
     """One row through GPT-2's LM head: ``x @ wte.T`` gave the eos logit (column 50256, past the last full
     64-column block) different last bits with OPENBLAS_NUM_THREADS=1 and 2, so a sampled draw near a

@@ -179,6 +179,7 @@ def test_hypotheses_record_the_scores_the_pool_holds(shakespeare):
 # ---- replay: the trace alone rebuilds the output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [
     dict(num_beams=4, num_return_sequences=2),
     dict(num_beams=3, num_return_sequences=3, eos_token_id=[13, 198], pad_token_id=0, length_penalty=0.5),

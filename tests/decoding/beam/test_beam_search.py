@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from refdecode.decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
 from refdecode.decoding.beam.beam_search import beam_sample, beam_search
-from refdecode.decoding.beam.bookkeeping import extend_beam_history, top_candidates
 from refdecode.decoding.greedy import greedy_search
 from refdecode.testing import TableModel
 
@@ -35,16 +34,6 @@ class OneBeamScorer(BeamSearchScorer):
         super().__init__(batch_size, 2, length_penalty=0.0)
         self.num_beams = self.group_size = 1
         self.beam_hyps = [[BeamHypotheses(1, 0.0, False)] for _ in range(batch_size)]
-
-
-def test_top_candidates_tie_rule_lower_flat_index_first():
-    total = np.zeros((1, 2, 3), dtype=np.float32)
-    _, beams, tokens = top_candidates(total, 4)
-    assert list(zip(beams[0], tokens[0], strict=True)) == [(0, 0), (0, 1), (0, 2), (1, 0)]
-
-
-def test_history_helper():
-    assert extend_beam_history(None, np.array([0])) is None
 
 
 @pytest.mark.parametrize("eos, per_beam", [(None, 2), (3, 2), ([3, 4], 3), ([3, 4, 5], 4)])

@@ -14,10 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from decode_golden import check, check_scores, golden, golden_model
 
-from refdecode.decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer, bank_round_robin
+from refdecode.decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer
 from refdecode.decoding.beam.constrained_beam_search import constrained_beam_search
 from refdecode.decoding.beam.constraints import (
-    ConstraintListState,
     DisjunctiveConstraint,
     PhrasalConstraint,
     constraints_from_config,
@@ -64,39 +63,6 @@ def test_golden_constrained_beam_search(cid):
 # ---- the constraint state machines (transformers 4.38.2's quirks, each on purpose) --------------------
 
 
-def test_phrase_found_in_order_and_bank_counts_fulfilled_tokens():
-    state = ConstraintListState([PhrasalConstraint([5, 6, 7])])
-    banks = []
-    for token in [1, 5, 6, 7]:
-        state.add(token)
-        banks.append(state.get_bank())
-    assert banks == [0, 1, 2, 3] and state.completed
-
-
-def test_breaking_token_is_lost_quirk_1():
-    """[a, a, b] is not found in "a a a b": the third a resets the phrase and is not tried as a new start."""
-    state = ConstraintListState([PhrasalConstraint([4, 4, 5])])
-    state.reset([4, 4, 4, 5])
-    assert not state.completed
-    state.reset([4, 4, 5])
-    assert state.completed
-
-
-def test_stateful_disjunctive_copy_shares_its_progress_quirk_3():
-    original = DisjunctiveConstraint([[1, 2], [1, 3]])
-    original.update(1)
-    copy = original.copy(stateful=True)
-    copy.update(2)
-    assert original.current_seq == [1, 2]          # the copy's token advanced the original too
-    fresh = original.copy(stateful=False)
-    assert fresh.current_seq == []
-
-
-def test_disjunctive_refuses_a_phrase_that_prefixes_another():
-    with pytest.raises(ValueError, match="complete subset"):
-        DisjunctiveConstraint([[1, 2], [1, 2, 3]])
-
-
 @pytest.mark.parametrize("bad", [[], [[]], [[1, -2]], [[1], [[2], 3]], "word", [[True]], [[1.5]]])
 def test_force_words_ids_validated_like_transformers(bad):
     with pytest.raises(ValueError, match="force_words_ids|nested_token_ids|token_ids"):
@@ -119,14 +85,6 @@ def test_generation_mode_constrained_before_everything():
                                             diversity_penalty=1.0)) == "constrained_beam_search"
 
 
-def test_bank_round_robin_takes_each_banks_best_first():
-    banks = np.array([0, 0, 1, 1, 2])
-    scores = np.array([-1.0, -1.5, -5.0, -6.0, -9.0], dtype=np.float32)
-    # sorted by 100*bank + score: bank 2 (-9), bank 1 (-5, -6), bank 0 (-1, -1.5); round 0: 4, 2, 0; round 1: 3, 1
-    assert bank_round_robin(banks, scores, 5).tolist() == [4, 2, 0, 3, 1]
-    assert bank_round_robin(banks, scores, 2).tolist() == [4, 2]
-
-
 def test_scores_are_the_running_totals_and_loop_checks_rows():
     p = np.array([[.1, .5, .3, .1], [.1, .1, .7, .1], [.5, .1, .3, .1], [.4, .2, .2, .2]], dtype=np.float32)
     model = TableModel(np.log(p))
@@ -146,18 +104,6 @@ def test_scores_are_the_running_totals_and_loop_checks_rows():
 
 def _contains(row: list[int], phrase: list[int]) -> bool:
     return any(row[i:i + len(phrase)] == phrase for i in range(len(row) - len(phrase) + 1))
-
-
-@given(banks=st.lists(st.integers(0, 6), min_size=1, max_size=16), n=st.integers(1, 8), data=st.data())
-def test_round_robin_keeps_the_best_of_the_highest_bank(banks, n, data):
-    """While scores stay within 100 nats of each other, the most advanced candidate always survives."""
-    scores = np.array(data.draw(st.lists(st.floats(-40.0, 0.0, width=32), min_size=len(banks), max_size=len(banks))),
-                      dtype=np.float32)
-    banks = np.array(banks)
-    keep = bank_round_robin(banks, scores, n)
-    assert len(keep) == min(n, len(banks)) and len(set(keep.tolist())) == len(keep)
-    zipped = (banks * 100).astype(np.float32) + scores      # the sort key, float32: near-ties collapse there
-    assert banks[keep[0]] == banks.max() and zipped[keep[0]] == zipped[banks == banks.max()].max()
 
 
 @given(seed=st.integers(0, 10**6), vocab=st.integers(6, 12), beams=st.integers(2, 4), steps=st.integers(1, 5))

@@ -24,9 +24,7 @@ from hypothesis import strategies as st
 
 import refdecode.model.fast.forward as fast
 from refdecode import GenerationConfig, generate
-from refdecode.model.checkpoint import read_header, read_tensor
 from refdecode.model.config import GPT2Config
-from refdecode.model.fast.layout import transpose_into
 from refdecode.model.gpt2 import attend, attention_scores, layer_norm, linear
 from refdecode.model.modeling import GPT2
 from refdecode.numerics import gelu_new, softmax
@@ -240,6 +238,7 @@ def shakespeare():
             for forward in ("plain", "fast")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [
     dict(do_sample=False, max_new_tokens=30),
     dict(do_sample=False, num_beams=4, max_new_tokens=20, num_return_sequences=2),
@@ -258,28 +257,7 @@ def test_generate_gives_the_same_tokens_on_both_paths(shakespeare, kwargs):
         np.testing.assert_allclose(s_fast[finite], s_plain[finite], rtol=0, atol=1e-4)
 
 
-def test_loaded_matrices_are_column_major_and_hold_the_file_values():
-    path = MODELS / "tiny-shakespeare" / "model.safetensors"
-    model = GPT2.from_pretrained(MODELS / "tiny-shakespeare", forward="fast")
-    header = read_header(path)
-    w = model.params["h"][1]["mlp"]["c_fc"]["weight"]
-    assert w.flags.f_contiguous and w.dtype == np.float32
-    stored = read_tensor(path, header["transformer.h.1.mlp.c_fc.weight"]).astype(np.float32)
-    assert np.array_equal(w, stored)
-    assert model.params["wpe"].flags.c_contiguous  # position embeddings stay row-major (a row is looked up)
-    plain = GPT2.from_pretrained(MODELS / "tiny-shakespeare")  # the plain forward pass reads them as stored
-    assert plain.params["h"][1]["mlp"]["c_fc"]["weight"].flags.c_contiguous
-    assert np.array_equal(plain.params["h"][1]["mlp"]["c_fc"]["weight"], w)
-
-
-@given(st.integers(1, 70), st.integers(1, 70), st.integers(1, 20))
-def test_transpose_into_is_a_transpose(rows, cols, tile):
-    a = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
-    out = np.empty((cols, rows), dtype=np.float32)
-    transpose_into(out, a, tile=tile)
-    assert np.array_equal(out, a.T)
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("lookup", [2, 10])
 def test_prompt_lookup_gives_the_same_tokens_on_both_paths(shakespeare, lookup):
     """Prompt lookup's verification passes (2..11 rows, the few-row products of fast.linear) pick greedy's tokens

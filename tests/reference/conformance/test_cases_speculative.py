@@ -63,6 +63,7 @@ def test_speculative_sampling_accepts_by_ratio_and_draws_from_the_residual():
     assert ask("speculative_sampling", {**inp, "uniforms": [0.3], "last_is_eos": True}) == {"n": 0, "tokens": [0]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("type_name, mode", [("gpt2_assisted_greedy", "assisted_greedy"),
                                              ("gpt2_prompt_lookup_greedy", "lookup_greedy")])
 def test_gpt2_cases_expect_what_transformers_returned(type_name, mode):
@@ -90,6 +91,7 @@ def speculative_suite(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plant, failing", [("lookup_last_match", {"prompt_lookup_candidates", "gpt2_prompt_lookup_greedy"}),
                                             ("residual_from_p", {"speculative_sampling"})])
 def test_the_speculative_plants_are_caught_where_their_rule_is_used(speculative_suite, plant, failing):

@@ -32,6 +32,7 @@ def node() -> str:
     return path
 
 
+@pytest.mark.slow
 def test_the_js_example_passes_its_share_of_the_suite(node, tmp_path):
     manifest = export(tmp_path, types=JS_TYPES)
     expected = sum(t["count"] for t in manifest["case_types"])

@@ -42,6 +42,7 @@ def test_plants_are_listed():
     assert len(PLANTS) >= 5
 
 
+@pytest.mark.slow
 def test_top_p_boundary_fails_the_boundary_cases(unit_suite):
     """Dropping the token that reaches top_p: every exact-boundary case where transformers keeps two tokens or
     more fails (the plant keeps one fewer); with one token kept, min_tokens_to_keep hides the bug."""
@@ -66,6 +67,7 @@ def test_repetition_penalty_sign_fails_negative_scores(unit_suite):
     assert status == 1 and set(negative) <= set(failed)
 
 
+@pytest.mark.slow
 def test_length_penalty_total_fails_cases_with_a_prompt(unit_suite):
     """Scoring by the whole length differs only where the prompt is not empty and length_penalty != 0."""
     status, failed = failures(unit_suite, "length_penalty_total", "beam_hypotheses")
@@ -75,6 +77,7 @@ def test_length_penalty_total_fails_cases_with_a_prompt(unit_suite):
         assert inp["length_penalty"] != 0 and any(c.get("decoder_prompt_len", 1) > 0 for c in inp["calls"])
 
 
+@pytest.mark.slow
 def test_is_done_heuristic_fails_only_never_with_positive_length_penalty(unit_suite):
     status, failed = failures(unit_suite, "is_done_heuristic", "beam_hypotheses")
     assert status == 1 and failed
@@ -83,6 +86,7 @@ def test_is_done_heuristic_fails_only_never_with_positive_length_penalty(unit_su
         assert inp["early_stopping"] == "never" and inp["length_penalty"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plant", ["beam_candidates_k", "no_cache_reorder", "length_penalty_total"])
 def test_search_bugs_fail_beam_decodes_and_nothing_else(decode_suite, plant):
     status, failed = failures(decode_suite, plant, "decode")

@@ -1,0 +1,91 @@
+"""refdecode.reference.conformance.export: the suite on disk is deterministic, versioned, schema-checked, and says what it needs."""
+
+from __future__ import annotations
+
+import json
+import numpy as np
+import pytest
+import refdecode
+import refdecode.reference.conformance  # noqa: F401  (registers the case types)
+from refdecode.reference.conformance.check import load_suite
+from refdecode.reference.conformance.export import case_schema, export
+from refdecode.reference.conformance.kinds import validate
+from refdecode.reference.conformance.registry import REGISTRY
+from conformance_suites import DECODE_LIMIT, DECODE_TYPES, UNIT_TYPES, decode_suite, unit_suite  # noqa: F401  (fixtures)
+
+
+def files(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_export_twice_gives_identical_bytes(decode_suite, tmp_path):
+    """Determinism: exporting again gives the same bytes (no timestamps, no set order, no unseeded randomness);
+    checked on the types with the most moving parts (sampling uniforms, GPT-2 models, recorded scorer calls)."""
+    types = ["beam_sample", "gpt2_beam_search", "beam_scorer"]
+    export(tmp_path, types=types, limit=DECODE_LIMIT)
+    again, first = files(tmp_path), files(decode_suite)
+    assert len(again) > 5
+    assert [name for name in again if name != "manifest.json" and again[name] != first.get(name)] == []
+    entries = {e["name"]: e for e in json.loads(first["manifest.json"])["case_types"]}
+    assert json.loads(again["manifest.json"])["case_types"] == [entries[t] for t in types]
+
+
+@pytest.mark.slow
+def test_export_of_units_is_deterministic_too(unit_suite, tmp_path):
+    export(tmp_path, types=UNIT_TYPES)
+    assert files(unit_suite) == files(tmp_path)
+
+
+def test_manifest_is_versioned_and_has_a_schema_per_type(unit_suite, decode_suite):
+    for root, types in [(unit_suite, UNIT_TYPES), (decode_suite, DECODE_TYPES)]:
+        manifest = json.loads((root / "manifest.json").read_text())
+        assert manifest["suite_version"] and manifest["refdecode_version"] == refdecode.__version__
+        assert manifest["transformers_version"] == "4.38.2"
+        assert [e["name"] for e in manifest["case_types"]] == types
+        for entry in manifest["case_types"]:
+            assert entry["schema"]["properties"]["type"] == {"const": entry["name"]}
+            assert entry["count"] == len((root / entry["file"]).read_text().splitlines()) > 0
+
+
+@pytest.mark.slow
+def test_every_case_validates_against_its_schema(unit_suite, decode_suite):
+    for root in (unit_suite, decode_suite):
+        manifest = json.loads((root / "manifest.json").read_text())
+        for entry in manifest["case_types"]:
+            for line in (root / entry["file"]).read_text().splitlines():
+                case = json.loads(line)
+                assert validate(case, entry["schema"]) == [], case["id"]
+
+
+def test_a_wrong_case_does_not_validate(unit_suite):
+    """The validator is not vacuous: a missing field, a wrong type and a bad float string are reported."""
+    schema = case_schema(REGISTRY["top_k"])
+    case = json.loads((unit_suite / "cases" / "top_k.jsonl").read_text().splitlines()[0])
+    assert validate(case, schema) == []
+    broken = json.loads(json.dumps(case))
+    del broken["input"]["top_k"]
+    broken["expected"]["scores"][0][0] = "minus infinity"
+    broken["extra"] = 1
+    errors = validate(broken, schema)
+    assert any("missing required field 'top_k'" in e for e in errors)
+    assert any("'minus infinity' is not a number" in e for e in errors)
+    assert any("unexpected field 'extra'" in e for e in errors)
+
+
+def test_big_arrays_go_to_npy_and_load_back(unit_suite):
+    """GPT-2-sized top-p rows are stored as .npy (float32) and come back identical through load_suite."""
+    _, cases = load_suite(unit_suite, only="top_p")
+    big = [c for c in cases if "GPT-2-sized" in c["note"]]
+    assert big and all(isinstance(c["input"]["scores"], np.ndarray) for c in big)
+    assert big[0]["input"]["scores"].dtype == np.float32 and big[0]["input"]["scores"].shape == (1, 50257)
+    line = next(x for x in (unit_suite / "cases" / "top_p.jsonl").read_text().splitlines() if "GPT-2-sized" in x)
+    assert '"scores":{"npy":"arrays/top_p/' in line
+
+
+def test_gpt2_cases_without_the_golden_files_say_what_to_do(monkeypatch, tmp_path):
+    from refdecode.reference.conformance import cases_decode
+
+    monkeypatch.setattr(cases_decode, "GOLDEN", tmp_path)
+    with pytest.raises(ValueError, match="only a checkout of the refdecode repository has.*--only"):
+        list(REGISTRY["gpt2_greedy"].build())
