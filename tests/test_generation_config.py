@@ -77,7 +77,7 @@ def test_every_decoder_only_field_is_implemented():
     ("encoder_no_repeat_ngram_size", 2), ("exponential_decay_length_penalty", (3, 1.5)),
 ])
 def test_processor_fields_accept_valid_values(field, value):
-    """Issue 13: these fields are implemented now (refdecode/processors/truncation_warpers.py, token_constraints.py, ...)."""
+    """Issue 13: these fields are implemented now (refdecode/processors/truncation_warpers.py, bad_words_and_forcing.py, ...)."""
     assert getattr(GenerationConfig(**{field: value}), field) == value
 
 

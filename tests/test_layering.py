@@ -88,7 +88,7 @@ def imports_of(name: str, tree: ast.Module) -> list[tuple[str, str | None, int]]
             if not target.startswith("refdecode"):
                 continue
             for alias in node.names:
-                if f"{target}.{alias.name}" in MODULES:  # `from . import sampling_draw`: the module itself
+                if f"{target}.{alias.name}" in MODULES:  # `from . import randomness`: the module itself
                     found.append((f"{target}.{alias.name}", None, node.lineno))
                 else:
                     found.append((target, alias.name, node.lineno))
