@@ -110,8 +110,12 @@ def _parser() -> argparse.ArgumentParser:
                f"  {PROG} \"ROMEO:\" --num-beams 4 --num-return-sequences 2\n"
                f"  {PROG} \"ROMEO:\" --do-sample --top-p 0.9 --temperature 0.8 --seed 0\n\n"
                "Options not given come from the model's generation_config.json, else from transformers'\n"
-               "defaults. Exit status: 0 done, 2 usage error, 1 output not written, 130 interrupted.")
-    ap.add_argument("prompt", help="text to continue (use -- before a prompt that starts with '-')")
+               "defaults. Exit status: 0 done, 2 usage error, 1 output not written, 130 interrupted.\n\n"
+               "subcommands (refdecode NAME --help for each):\n"
+               + "".join(f"  {PROG} {name:<12} {text}\n" for name, text in SUBCOMMAND_HELP.items())
+               + f"A prompt that equals a subcommand's name follows --: {PROG} -- explain")
+    ap.add_argument("prompt", help="text to continue (use -- before a prompt that starts with '-' or that equals "
+                                   "a subcommand's name)")
     ap.add_argument("--model", type=Path, default=None, metavar="DIR",
                     help="directory with config.json, model.safetensors, tokenizer.json "
                          f"(default: {default_model_dir()})")
@@ -144,6 +148,12 @@ SUBCOMMANDS: dict[str, str] = {
     "conformance": "refdecode.reference.conformance.cli:main",
     "diff": "refdecode.reference.diff:main",
     "explain": "refdecode.reference.explain:main",
+}
+#: one line per subcommand, for ``refdecode --help``
+SUBCOMMAND_HELP = {
+    "conformance": "export the conformance suite, check an implementation against it, serve refdecode's answers",
+    "diff": "the first step, row and stage where another engine's trace departs from refdecode's",
+    "explain": "generate and print each step as tables (probabilities, candidates, hypotheses)",
 }
 
 
@@ -229,6 +239,18 @@ def _check_prompt(prompt: str) -> None:
         raise UsageError(f"the prompt is not valid UTF-8 (byte 0x{bad.hex()} at character {e.start})") from None
 
 
+def _check_trace_path(path: Path | None) -> None:
+    """``--trace FILE`` must be writable before generating (not found out after the whole generation)."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise UsageError(f"--trace {path}: is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"--trace {path}: the folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"--trace {path}: not writable")
+
+
 def _load(model_dir: Path) -> tuple[Any, Any]:
     """The model and its tokenizer; any failure is the directory's fault: a UsageError naming it."""
     from .model.modeling import GPT2
@@ -278,6 +300,7 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
     from .generation_config import model_generation_config
     from .reference.trace import TraceRecorder
 
+    _check_trace_path(args.trace)
     model, tokenizer, options = load_generation(args)
     try:
         with warnings.catch_warnings():  # generate() below warns once; this copy only picks the output path

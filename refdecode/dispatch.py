@@ -11,7 +11,6 @@ the sampling modes take.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from .generation_config import GenerationConfig
 from .pipeline import logits_processors, logits_warpers
 from .processors.logits_process import LogitsProcessorList
 from .recorder import Recorder
+from .validation import warn
 
 __all__ = ["generation_mode", "DecodeRequest", "run"]
 
@@ -189,8 +189,8 @@ def _check_assistant(r: DecodeRequest) -> None:
                          f"max_length={config.max_length}")
     ignored = [k for k in ("num_assistant_tokens", "num_assistant_tokens_schedule") if k in r.assistant_kwargs]
     if ignored:
-        warnings.warn(f"{', '.join(ignored)} given to generate() is not used: transformers 4.38.2 reads it from "
-                      "assistant_model.generation_config; set it there", UserWarning, stacklevel=4)
+        warn(f"{', '.join(ignored)} given to generate() is not used: transformers 4.38.2 reads it from "
+                      "assistant_model.generation_config; set it there")
 
 
 def _assisted(r: DecodeRequest) -> Any:

@@ -28,7 +28,6 @@ and changes nothing (the loops always use the cache; results are the same).
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -40,14 +39,12 @@ from .generation_config import GenerationConfig, model_generation_config
 from .model.outputs import OutputRecorder
 from .pipeline import logits_processors, stopping_criteria_for
 from .recorder import NO_TRACE, Recorder
-from .validation import ArgumentTypeError, check_allocation, describe
+from .validation import ArgumentTypeError, check_allocation, describe, warn
 
 __all__ = ["generate", "length_warnings"]
 
 
-# ---- step 3: inputs
-
-
+# ---- step 3: inputs, warn
 def _check_inputs(model: Any, input_ids: Any, attention_mask: Any) -> tuple[np.ndarray, np.ndarray | None]:
     """Validate the prompt: int (B, T) ids in [0, V); mask None or (B, T) of 0/1."""
     if not isinstance(input_ids, np.ndarray) or input_ids.dtype.kind not in "iu":
@@ -158,8 +155,8 @@ def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> Non
                 raise ValueError(f"`{name}` has to be in [0, {vocab}) (the vocabulary), but is {i}")
     if config.min_new_tokens is not None and config.min_new_tokens + prompt_len > config.max_length or \
             config.min_length > config.max_length:
-        warnings.warn("Unfeasible length constraints: the minimum length is larger than `max_length`; generation "
-                      "will stop at `max_length`.", UserWarning, stacklevel=3)
+        warn("Unfeasible length constraints: the minimum length is larger than `max_length`; generation "
+                      "will stop at `max_length`.")
 
 
 def length_warnings(config: GenerationConfig, max_length_given: bool) -> list[str]:
@@ -246,7 +243,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
         attention_mask = _default_attention_mask(input_ids, config.pad_token_id, eos)
     batch, prompt_len = input_ids.shape
     for message in length_warnings(config, max_length_given=kwargs.get("max_length") is not None):
-        warnings.warn(message, UserWarning, stacklevel=2)
+        warn(message)
     if config.max_new_tokens is not None:
         config.max_length = config.max_new_tokens + prompt_len
     _check_lengths(model, config, prompt_len)

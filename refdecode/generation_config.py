@@ -22,7 +22,6 @@ ValueError: `num_return_sequences` (5) has to be smaller or equal to `num_beams`
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from .validation import (
     check_token_list,
     describe,
     read_json_file,
+    warn,
 )
 
 __all__ = ["GenerationConfig", "model_generation_config", "generation_warnings"]
@@ -248,8 +248,8 @@ def _off_if_not_positive(name: str, v: Any) -> int | None:
     """An n-gram size: transformers builds no processor for a value <= 0, so a negative one is "off"; said so."""
     v = check_integer(name, v, allow_none=True)
     if v is not None and v < 0:
-        warnings.warn(f"`{name}` is {v}; a negative size switches the n-gram ban off, as 0 does "
-                      "(transformers 4.38.2 does the same, silently)", UserWarning, stacklevel=5)
+        warn(f"`{name}` is {v}; a negative size switches the n-gram ban off, as 0 does "
+                      "(transformers 4.38.2 does the same, silently)")
     return v
 
 
@@ -257,8 +257,8 @@ def _max_time(name: str, v: Any) -> float | None:
     """Seconds, or None; a negative budget is spent at once: generation stops after the first token."""
     v = check_float(name, v, allow_none=True, allow_inf=True)
     if v is not None and v < 0:
-        warnings.warn(f"`max_time` is {v} s; a negative time limit stops generation after the first token "
-                      "(as in transformers 4.38.2)", UserWarning, stacklevel=5)
+        warn(f"`max_time` is {v} s; a negative time limit stops generation after the first token "
+                      "(as in transformers 4.38.2)")
     return v
 
 
@@ -410,7 +410,7 @@ def generation_warnings(config: GenerationConfig) -> list[str]:
 
 def _warn(messages: list[str]) -> None:
     for message in messages:
-        warnings.warn(message, UserWarning, stacklevel=4)
+        warn(message)
 
 
 def model_generation_config(model: Any) -> GenerationConfig:

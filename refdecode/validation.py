@@ -44,13 +44,15 @@ import json
 import math
 import os
 import stat
+import sys
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ArgumentTypeError", "is_integer", "is_number", "is_boolean", "describe", "check_integer",
+__all__ = ["warn", "ArgumentTypeError", "is_integer", "is_number", "is_boolean", "describe", "check_integer",
            "check_float", "check_probability", "check_boolean", "check_choice", "check_token_ids",
            "read_text_file", "read_json_file", "open_regular_file", "memory_limit", "check_allocation", "format_bytes",
            "is_float", "eos_list", "check_token_list", "check_sequence_bias", "bad_words_bias"]
@@ -64,6 +66,23 @@ class ArgumentTypeError(TypeError, ValueError):
 # ----------------------------------------------------------------------------------------------------
 # what the words mean
 # ----------------------------------------------------------------------------------------------------
+
+
+def _in_package(frame: Any) -> bool:
+    """Is the frame refdecode's code? By its module's name, so that code a dataclass generated for the package
+    (``GenerationConfig.__init__``, file ``<string>``) counts as the package's."""
+    name = frame.f_globals.get("__name__", "")
+    return name == "refdecode" or name.startswith("refdecode.")
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the caller's line: the first frame outside refdecode, however deep the
+    package's own calls go (a fixed ``stacklevel`` points at refdecode's line as soon as one more call sits
+    between the public function and the warning)."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and _in_package(frame):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level + 1)
 
 
 def is_integer(x: Any) -> bool:

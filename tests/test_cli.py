@@ -227,3 +227,27 @@ def test_a_registered_subcommand_gets_the_remaining_arguments(monkeypatch):
     monkeypatch.setitem(cli.SUBCOMMANDS, "echo-test", f"{__name__}:_record_argv")  # this module, as pytest named it
     assert cli.main(["echo-test", "a", "--b"]) == 3
     assert _SEEN == [["a", "--b"]]
+
+
+def test_help_lists_the_subcommands_and_how_to_generate_from_a_prompt_named_like_one(capsys):
+    from refdecode import cli
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--help"])
+    text = capsys.readouterr().out
+    assert done.value.code == 0
+    for name in cli.SUBCOMMANDS:
+        assert f"refdecode {name}" in text
+    assert "refdecode -- explain" in text
+
+
+def test_a_trace_path_that_cannot_be_written_is_refused_before_loading_anything(tmp_path, capsys):
+    """Before: the whole generation ran, then the trace failed with a traceback. Now the path is checked first: the
+    model folder given here does not even exist, and the error is still the trace's."""
+    from refdecode import cli
+
+    for trace, why in [(tmp_path / "missing" / "t.json", "does not exist"), (tmp_path, "is a directory")]:
+        with pytest.raises(SystemExit) as done:
+            cli.main(["ROMEO:", "--model", str(tmp_path / "no-model"), "--trace", str(trace)])
+        err = capsys.readouterr().err
+        assert done.value.code == 2 and f"--trace {trace}" in err and why in err

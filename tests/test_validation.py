@@ -185,3 +185,23 @@ def test_allocation_refused_with_the_size_needed(monkeypatch):
 
 def test_memory_limit_is_the_physical_memory():
     assert 2**28 < validation.memory_limit() < 2**50
+
+
+def test_warnings_point_at_the_callers_line_whatever_the_depth():
+    """Before: fixed stacklevels pointed at refdecode's own lines (generate -> _merged_config -> update -> _warn)."""
+    import warnings as _warnings
+
+    from refdecode import GenerationConfig, MaxNewTokensCriteria, generate
+    from refdecode.testing import TableModel
+
+    model = TableModel(np.zeros((3, 3), dtype=np.float32))
+    calls = [lambda: generate(model, np.array([[0]]), max_new_tokens=2, temperature=0.5),
+             lambda: GenerationConfig(num_beams=1, early_stopping=True),
+             lambda: generate(model, np.array([[0]]), max_new_tokens=2, min_new_tokens=5),
+             lambda: MaxNewTokensCriteria(start_length=1, max_new_tokens=2)]
+    for call in calls:
+        with _warnings.catch_warnings(record=True) as caught:
+            _warnings.simplefilter("always")
+            call()
+        assert caught, call
+        assert {w.filename for w in caught} == {__file__}, [(w.filename, str(w.message)[:60]) for w in caught]

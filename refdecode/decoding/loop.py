@@ -25,7 +25,6 @@ Docs: docs/index.md (the model side), docs/greedy.md (the bookkeeping).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from ..generation_config import model_generation_config
 from ..generation_output import GenerateDecoderOnlyOutput
 from ..processors.logits_process import LogitsProcessorList
 from ..recorder import NO_TRACE, Recorder
+from ..validation import warn
 from .stopping_criteria import (
     MaxLengthCriteria,
     StoppingCriteriaList,
@@ -133,8 +133,7 @@ def loop_defaults(model: Any, logits_processor: Any, stopping_criteria: Any, max
     if max_length is not None:
         criteria = validate_stopping_criteria(criteria, max_length)
     if criteria.max_length is None:
-        warnings.warn("no max_length stopping criterion: stopping at the model's n_positions", UserWarning,
-                      stacklevel=3)
+        warn("no max_length stopping criterion: stopping at the model's n_positions")
         criteria.append(MaxLengthCriteria(max_length=int(model.config.n_positions)))
     defaults = model_generation_config(model)
     pad_token_id = pad_token_id if pad_token_id is not None else defaults.pad_token_id

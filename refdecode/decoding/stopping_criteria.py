@@ -26,9 +26,9 @@ done or a criterion says stop. Docs: docs/stopping.md.
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
+from ..validation import warn
 
 __all__ = [
     "StoppingCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria", "MaxTimeCriteria",
@@ -59,8 +59,7 @@ class MaxLengthCriteria(StoppingCriteria):
         cur_len = input_ids.shape[-1]
         is_done = cur_len >= self.max_length
         if self.max_position_embeddings is not None and not is_done and cur_len >= self.max_position_embeddings:
-            warnings.warn(f"the generation will exceed the model's maximum length ({self.max_position_embeddings})",
-                          UserWarning, stacklevel=2)
+            warn(f"the generation will exceed the model's maximum length ({self.max_position_embeddings})")
         return bool(is_done)
 
 
@@ -73,9 +72,9 @@ class MaxNewTokensCriteria(StoppingCriteria):
     """
 
     def __init__(self, start_length: int, max_new_tokens: int):
-        warnings.warn("The class `MaxNewTokensCriteria` is deprecated. Please use "
+        warn("The class `MaxNewTokensCriteria` is deprecated. Please use "
                       f"`MaxLengthCriteria(max_length={start_length + max_new_tokens})` instead.",
-                      FutureWarning, stacklevel=2)
+                      FutureWarning)
         self.start_length = start_length
         self.max_new_tokens = max_new_tokens
         self.max_length = start_length + max_new_tokens
@@ -218,8 +217,7 @@ def validate_stopping_criteria(stopping_criteria: StoppingCriteriaList, max_leng
     """A copy of ``stopping_criteria`` with a MaxLengthCriteria(max_length) added unless one exists."""
     new_criteria = StoppingCriteriaList(stopping_criteria)
     if stopping_criteria.max_length is not None and stopping_criteria.max_length != max_length:
-        warnings.warn("You set different `max_length` for stopping criteria and `max_length` parameter",
-                      UserWarning, stacklevel=2)
+        warn("You set different `max_length` for stopping criteria and `max_length` parameter")
     elif stopping_criteria.max_length is None:
         new_criteria.append(MaxLengthCriteria(max_length=max_length))
     return new_criteria

@@ -51,7 +51,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterator
@@ -60,12 +59,12 @@ from typing import Any
 import numpy as np
 
 from .config import GPT2Config
-from ..validation import check_allocation, describe, is_integer
+from ..validation import check_allocation, describe, is_integer, warn
 
 __all__ = ["TensorInfo", "read_header", "read_tensor", "to_float32", "expected_shapes", "checked_tensors",
            "load_params", "nest"]
 
-# safetensors dtype -> (numpy dtype of the stored bytes, item size)
+# safetensors dtype -> (numpy dtype of the stored bytes, item size), warn
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "F64": np.dtype("<f8"),
            "I64": np.dtype("<i8"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"), "I8": np.dtype("i1"),
            "U8": np.dtype("u1"), "BOOL": np.dtype("?")}
@@ -259,7 +258,7 @@ def checked_tensors(path: str | Path, config: GPT2Config) -> dict[str, TensorInf
             raise ValueError(f"{path}: tensor {name!r} has shape {by_name[name].shape}, expected {shape}")
     unexpected = sorted(k for k in by_name if k not in shapes and not _BUFFER.fullmatch(k))
     if unexpected:
-        warnings.warn(f"{path}: ignoring {len(unexpected)} unexpected tensors: {unexpected[:5]}", stacklevel=3)
+        warn(f"{path}: ignoring {len(unexpected)} unexpected tensors: {unexpected[:5]}")
     return {name: by_name[name] for name in shapes}
 
 

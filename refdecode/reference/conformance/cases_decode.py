@@ -32,7 +32,7 @@ import numpy as np
 
 import refdecode as rd
 
-from .kinds import BOOL, F32, F64, FLOAT, I64, INT, STR, Enum, ListOf, obj
+from .kinds import BOOL, F32, F64, FLOAT, I64, INT, STR, Enum, ListOf, Obj, obj
 from .registry import Case, CaseType, register
 from .toy_model import ToyModel
 from ...recorder import Recorder
@@ -357,14 +357,15 @@ def golden_cases(file: str, modes: tuple[str, ...], sample: bool) -> list[Case]:
 # registration
 
 
-def _input_kind(model_kind, sample: bool):
+def decode_inputs(model_kind: Any, sample: bool) -> Obj:
+    """The request fields of a decode type: model, prompt, mask, config (and uniforms when sampling)."""
     fields = dict(model=model_kind, input_ids=I64(2), attention_mask=I64(2), config=CONFIG)
     if sample:
         fields["uniforms"] = F64(1)
     return obj(**fields)
 
 
-_TIE = ("greedy: the lowest token id among equal maxima; beam candidates with equal scores: the lower flat "
+TIE_RULE = ("greedy: the lowest token id among equal maxima; beam candidates with equal scores: the lower flat "
         "index beam * V + token first; finalize: among equal hypothesis scores the later-inserted wins")
 
 _SUMMARIES = {
@@ -385,8 +386,8 @@ def _register(name: str, mode: str, model_kind, groups: tuple[str, ...], build) 
     beams = mode != "greedy" and mode != "sample"
     register(CaseType(
         name=name, groups=("decode",) + groups + (("beam",) if beams else ()) + (("sampling",) if sample else ()),
-        summary=_SUMMARIES[mode], inputs=_input_kind(model_kind, sample),
-        outputs=BEAM_OUTPUT if beams else OUTPUT, build=build, tie_rule=_TIE,
+        summary=_SUMMARIES[mode], inputs=decode_inputs(model_kind, sample),
+        outputs=BEAM_OUTPUT if beams else OUTPUT, build=build, tie_rule=TIE_RULE,
         run=lambda inp: decode(inp)[0], margins=lambda inp, out: decode(inp)[1], compare=compare_decode_case))
 
 

@@ -21,6 +21,10 @@ lookup_last_match          prompt lookup drafts from the most recent earlier occ
                            n-gram, not the first
 residual_from_p            speculative sampling draws the token after a rejected draft from the
                            model's p, not from the residual max(p - q, 0)
+top_p_float64              top-p keeps its cumulative sums in float64 and compares them with
+                           1 - top_p in float64 (torch rounds each prefix to float32)
+finalize_order             finalize breaks equal hypothesis scores the other way: the earlier
+                           inserted wins (transformers' stable sort + pop: the later one)
 =========================  ====================================================================
 """
 
@@ -114,11 +118,36 @@ def _residual_from_p(original: Callable) -> Callable:
     return speculative_sampling
 
 
+def _top_p_float64(self, input_ids, scores, **kwargs):
+    order = np.argsort(scores, axis=-1, kind="stable")                           # (B, V) ascending
+    probs = rd.softmax(np.take_along_axis(scores, order, axis=-1)).astype(np.float64)
+    remove_sorted = np.cumsum(probs, axis=-1) <= 1.0 - self.top_p                # BUG: float64, never rounded
+    remove_sorted[:, -self.min_tokens_to_keep:] = False
+    remove = np.empty_like(remove_sorted)
+    np.put_along_axis(remove, order, remove_sorted, axis=-1)
+    return np.where(remove, np.float32(self.filter_value), scores)
+
+
+def _finalize_order() -> None:
+    import builtins
+
+    from ...decoding.beam import beam_scorer
+
+    def sorted_earlier_last(items, key=None):  # only finalize's ranking passes a key
+        if key is None:
+            return builtins.sorted(items)
+        return builtins.sorted(list(items)[::-1], key=key)                       # BUG: among equal scores the
+    _set(beam_scorer, "sorted", sorted_earlier_last)                             # earlier one is popped first
+
+
 _UNDO: list[tuple[object, str, object]] = []  # (owner, attribute, original) of every patch, for `planted`
 
 
+_ABSENT = object()  # the owner had no such attribute (a module shadowing a builtin): undo deletes it
+
+
 def _set(owner: object, name: str, value: object) -> None:
-    _UNDO.append((owner, name, getattr(owner, name)))
+    _UNDO.append((owner, name, getattr(owner, name, _ABSENT)))
     setattr(owner, name, value)
 
 
@@ -162,6 +191,10 @@ PLANTS: dict[str, tuple[str, Callable[[], None]]] = {
                                   for cls in (rd.KVCache, ToyCache)]),
     "lookup_last_match": ("prompt lookup drafts after the most recent earlier occurrence, not the first",
                           lambda: _replace_everywhere(("prompt_lookup",), _lookup_last_match)),
+    "top_p_float64": ("top-p accumulates and compares in float64, not float32-rounded prefixes",
+                      lambda: _patch_method(rd.TopPLogitsWarper, "__call__", lambda _: _top_p_float64)),
+    "finalize_order": ("finalize: among equal hypothesis scores the earlier inserted wins",
+                       _finalize_order),
     "residual_from_p": ("speculative sampling draws from p after a rejection, not from max(p - q, 0)",
                         lambda: _replace_everywhere(("speculative_sampling",), _residual_from_p)),
 }
@@ -171,7 +204,8 @@ def apply(name: str) -> None:
     """Plant bug ``name`` in this process (``serve --plant``: for the rest of the process)."""
     if name not in PLANTS:
         raise ValueError(f"`--plant` has to be one of {', '.join(PLANTS)} (or `list`), but is {name!r}")
-    import refdecode.reference.conformance  # noqa: F401  (every module whose functions a plant replaces is imported)
+    # every module whose functions a plant replaces is imported already: importing this module ran the
+    # package's __init__, which imports every cases module (cases_speculative imports prompt_lookup by name)
     PLANTS[name][1]()
 
 
@@ -194,4 +228,7 @@ def planted(name: str):
     finally:
         while len(_UNDO) > mark:
             owner, attribute, original = _UNDO.pop()
-            setattr(owner, attribute, original)
+            if original is _ABSENT:
+                delattr(owner, attribute)
+            else:
+                setattr(owner, attribute, original)

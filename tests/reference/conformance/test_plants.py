@@ -12,11 +12,14 @@ import json
 import re
 import sys
 
+import numpy as np
 import pytest
 from conformance_suites import decode_suite, unit_suite  # noqa: F401  (session fixtures)
 
 from refdecode.reference.conformance.check import check
-from refdecode.reference.conformance.plants import PLANTS
+import refdecode.reference.conformance  # noqa: F401  (registers the case types)
+from refdecode.reference.conformance.plants import PLANTS, planted
+from refdecode.reference.conformance.registry import REGISTRY
 
 
 def failures(root, plant: str, only: str) -> tuple[int, list[str]]:
@@ -112,3 +115,30 @@ def test_planted_restores_refdecode(plant):
                                                 if k.startswith("refdecode") and m is not None]
     assert len(before) == len(after)
     assert all(b.keys() == a.keys() and all(b[k] is a[k] for k in b) for b, a in zip(before, after))
+
+
+def _outputs_under(plant: str, name: str) -> tuple[list, list]:
+    """(expected outputs, outputs with ``plant`` applied in this process) of every case of type ``name``."""
+    case_type = REGISTRY[name]
+    cases = list(case_type.build())
+    expected = [case_type.run(dict(c.input)) for c in cases]
+    with planted(plant):
+        got = [case_type.run(dict(c.input)) for c in cases]
+    return cases, [not all(np.array_equal(e[k], g[k]) for k in e) for e, g in zip(expected, got)]
+
+
+def test_top_p_float64_fails_exactly_the_float32_boundary_cases():
+    """Issue 22: a port accumulating top-p's cumulative sum in float64 failed 3 cases, with a message about the tie
+    rule; the float32-boundary cases are where it matters (and the only top_p cases it fails)."""
+    cases, differs = _outputs_under("top_p_float64", "top_p")
+    boundary = [c.note.startswith("float32 boundary") for c in cases]
+    assert sum(boundary) == 12 and differs == boundary
+
+
+def test_finalize_order_fails_every_tie_case_and_no_random_beam_search():
+    """Issue 22: reversing finalize's order among equal scores failed no beam_search case (the random decodes are
+    drawn away from ties); every beam_search_ties case catches it."""
+    _, differs = _outputs_under("finalize_order", "beam_search_ties")
+    assert len(differs) == 30 and all(differs)
+    _, differs = _outputs_under("finalize_order", "beam_search")
+    assert not any(differs)
