@@ -426,3 +426,46 @@ def test_heuristic_schedule_grows_on_full_acceptance_and_is_kept_by_the_assistan
     transient = with_draft_length(table_model(1, 6, None, noise=0.0), 2, "heuristic_transient")
     generate(model, np.array([[1]]), max_new_tokens=12, assistant_model=transient)
     assert transient.generation_config.num_assistant_tokens == 2
+
+
+def _assisted_sampling(u: float) -> np.ndarray:
+    """Target p and assistant q over 3 tokens, each row certain but the first; one drafted token per round."""
+    from refdecode import GenerationConfig
+
+    inf = -np.inf
+    p = np.array([[inf, np.log(.6), np.log(.4)], [0, inf, inf], [0, inf, inf]], dtype=np.float32)   # after 0: .6/.4
+    q = np.array([[inf, inf, 0], [0, inf, inf], [0, inf, inf]], dtype=np.float32)                   # after 0: 2 surely
+    assistant = TableModel(q)
+    assistant.generation_config = GenerationConfig(num_assistant_tokens=1, num_assistant_tokens_schedule="constant")
+    uniforms = iter([u])
+    return generate(TableModel(p), np.array([[0]]), assistant_model=assistant, do_sample=True, max_new_tokens=2,
+                    top_k=0, uniform=lambda n, rng: np.array([next(uniforms) for _ in range(n)]), seed=0)
+
+
+def test_assisted_sampling_accepts_a_draft_with_probability_p_over_q_and_else_draws_the_residual():
+    """Issue 24: generate(assistant_model=..., do_sample=True) crashed (the draw hook reached the assistant as None).
+
+    Worked by hand: the assistant drafts 2 (q = 1); the target gives it p = 0.4, so it is accepted iff u <= 0.4/1.
+    Accepted (u = 0.2): then the bonus token after [0, 2] is 0 (p = 1) -> [0, 2, 0]. Rejected (u = 0.7): the
+    residual max(p - q, 0) = [0, 0.6, 0] leaves only token 1 -> [0, 1, ...], then 0 after 1 (p = 1)."""
+    assert _assisted_sampling(0.2).tolist() == [[0, 2, 0]]
+    assert _assisted_sampling(0.7).tolist() == [[0, 1, 0]]
+
+
+@pytest.mark.slow
+def test_assisted_sampling_through_generate_keeps_the_targets_distribution():
+    """Leviathan et al.'s guarantee, end to end: the first new token of assisted sampling is distributed as the
+    target's p, whatever the assistant's q (chi-square, 2 degrees of freedom, p < 0.001 to fail)."""
+    from numeric_checks import CHI2_CRIT, chi_square
+
+    from refdecode import GenerationConfig
+
+    p = np.log(np.array([[.5, .3, .2]] * 3, dtype=np.float32))
+    q = np.log(np.array([[.2, .2, .6]] * 3, dtype=np.float32))
+    target, assistant = TableModel(p), TableModel(q)
+    assistant.generation_config = GenerationConfig(num_assistant_tokens=1, num_assistant_tokens_schedule="constant")
+    n = 3000
+    firsts = [int(generate(target, np.array([[0]]), assistant_model=assistant, do_sample=True, max_new_tokens=2,
+                           top_k=0, seed=s)[0, 1]) for s in range(n)]
+    counts = np.bincount(firsts, minlength=3)
+    assert chi_square(counts, n * np.array([.5, .3, .2])) < CHI2_CRIT[2], counts
