@@ -131,7 +131,7 @@ def _merged_config(model: Any, generation_config: GenerationConfig | None, kwarg
                          "the generate arguments will also show up in this list)")
     if config.pad_token_id is None and config.eos_token_id is not None:
         eos = config.eos_token_id
-        config.pad_token_id = eos[0] if isinstance(eos, list) else eos  # "for open-end generation"
+        config.pad_token_id = (eos[0] if eos else None) if isinstance(eos, list) else eos  # "for open-end generation"
     return config
 
 
@@ -151,12 +151,12 @@ def _check_lengths(model: Any, config: GenerationConfig, prompt_len: int) -> Non
     for name in ("eos_token_id", "pad_token_id"):
         ids = getattr(config, name)
         for i in ids if isinstance(ids, list) else [ids]:
-            if i is not None and not 0 <= i < vocab:
-                raise ValueError(f"`{name}` has to be in [0, {vocab}) (the vocabulary), but is {i}")
+            if i is not None and i >= vocab:  # negative: no token (transformers' tests' "never stop" -1)
+                raise ValueError(f"`{name}` has to be below {vocab} (the vocabulary; negative: no token), but is {i}")
     if config.min_new_tokens is not None and config.min_new_tokens + prompt_len > config.max_length or \
             config.min_length > config.max_length:
         warn("Unfeasible length constraints: the minimum length is larger than `max_length`; generation "
-                      "will stop at `max_length`.")
+             "will stop at `max_length`.")
 
 
 def length_warnings(config: GenerationConfig, max_length_given: bool) -> list[str]:

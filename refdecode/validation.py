@@ -22,9 +22,9 @@ A value of the wrong *type* raises :class:`ArgumentTypeError`, which is both a `
 is) and a ``ValueError`` (what the package has always raised for a bad argument, so ``except
 ValueError`` keeps working); a value of the right type outside its range raises ``ValueError``.
 
-Two more doors live here: :func:`read_json_file` (configuration files: regular files only, so a FIFO
-cannot block, and every failure names the file) and :func:`check_allocation` (refuse, before allocating,
-a request larger than the machine's memory, saying how much it would need).
+More doors live here: :func:`read_json_file` (configuration files: regular files only, so a FIFO cannot
+block, and every failure names the file), :func:`check_allocation` (refuse, before allocating, a request
+larger than the machine's memory, saying how much) and :func:`warn` (a warning names the caller's line).
 
 >>> check_integer("max_new_tokens", np.int64(5), minimum=1)
 5
@@ -32,10 +32,6 @@ a request larger than the machine's memory, saying how much it would need).
 Traceback (most recent call last):
 ...
 refdecode.validation.ArgumentTypeError: `max_new_tokens` must be an integer >= 1, got True (bool)
->>> check_float("length_penalty", float("nan"))
-Traceback (most recent call last):
-...
-ValueError: `length_penalty` must be a finite number, got nan (float)
 """
 
 from __future__ import annotations
@@ -231,10 +227,11 @@ def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
 
 
 def check_token_ids(name: str, value: Any, *, allow_list: bool = True, allow_none: bool = True,
-                    vocab_size: int | None = None) -> int | list[int] | None:
+                    vocab_size: int | None = None, no_token: bool = False) -> int | list[int] | None:
     """A token id (integer >= 0, below ``vocab_size`` if given) or, with ``allow_list``, a non-empty list of them.
 
-    Returns a Python int or a list of Python ints (a tuple becomes a list).
+    Returns a Python int or a list of Python ints (a tuple becomes a list). ``no_token`` (eos, pad) also accepts
+    a negative id and ``[]``: no token matches them (transformers' tests set ``eos_token_id=-1``: never stop).
 
     >>> check_token_ids("eos_token_id", [np.int64(2), 3])
     [2, 3]
@@ -248,10 +245,12 @@ def check_token_ids(name: str, value: Any, *, allow_list: bool = True, allow_non
     top = f" < {vocab_size}" if vocab_size is not None else ""
     allowed = f"a token id (an integer >= 0{top})" + (" or a non-empty list of them" if allow_list else "") + \
         (" or None" if allow_none else "")
+    if no_token:
+        allowed = allowed.replace("an integer >= 0", "an integer; negative: no token") + ", or []"
     items = list(value) if allow_list and isinstance(value, (list, tuple)) else [value]
-    if not items or not all(is_integer(i) for i in items):
+    if (not items and not no_token) or not all(is_integer(i) for i in items):
         raise ArgumentTypeError(f"`{name}` must be {allowed}, got {describe(value)}")
-    if not all(0 <= i and (vocab_size is None or i < vocab_size) for i in items):
+    if not all((0 <= i or no_token) and (vocab_size is None or i < vocab_size) for i in items):
         raise ValueError(f"`{name}` must be {allowed}, got {describe(value)}")
     ids = [int(i) for i in items]
     return ids if allow_list and isinstance(value, (list, tuple)) else ids[0]
@@ -393,12 +392,19 @@ def is_float(x) -> bool:
 
 
 def eos_list(eos_token_id) -> list[int]:
-    """``int | list[int]`` -> list of non-negative ints (transformers 4.38.2 only logs a warning here)."""
+    """``int | list[int]`` -> non-negative ids, for a processor that writes the eos scores (``[]``: none). A
+    negative id, which ``generate`` accepts (no token matches it), is refused: torch would write the last token's."""
     ids = [eos_token_id] if is_integer(eos_token_id) else eos_token_id
-    if not isinstance(ids, (list, tuple)) or not all(is_integer(i) and i >= 0 for i in ids):
+    if not isinstance(ids, (list, tuple)) or not all(is_integer(i) for i in ids):
         raise ValueError(
             f"`eos_token_id` has to be a non-negative integer or a list of non-negative integers, but is {eos_token_id}"
         )
+    if any(i < 0 for i in ids):
+        raise ValueError(f"`eos_token_id` has to hold non-negative ids for a processor that writes the eos scores, "
+                         f"but is {eos_token_id}: a negative id matches no token (decoding never stops on eos), and "
+                         f"transformers 4.38.2 would write the vocabulary's last token here (torch indexes from the "
+                         f"end); leave min_length / min_new_tokens / forced_eos_token_id / "
+                         f"exponential_decay_length_penalty unset with a negative eos")
     return [int(i) for i in ids]
 
 
@@ -435,10 +441,9 @@ def check_sequence_bias(sequence_bias) -> dict:
 
 
 def bad_words_bias(bad_words_ids, eos_token_id) -> dict:
-    """``bad_words_ids`` (non-empty list of non-empty lists of ids) -> {tuple: -inf}, ``[eos]`` words dropped."""
+    """``bad_words_ids`` (non-empty list of non-empty lists of ids) -> {tuple: -inf}, ``[eos]`` words dropped.
+    Checked before they are dropped, as in 4.38.2: ``[[eos]]`` gives an empty bias, a processor changing nothing."""
     _check_id_sequences("bad_words_ids", bad_words_ids)
     eos = [] if eos_token_id is None else eos_list(eos_token_id)
     words = [word for word in bad_words_ids if all(word != [e] for e in eos)]
-    if not words:  # transformers then fails in SequenceBias ("non-empty dictionary")
-        raise ValueError(f"`bad_words_ids` has to hold a word other than [eos] ({eos}), but is {bad_words_ids!r}.")
     return {tuple(int(t) for t in word): float("-inf") for word in words}

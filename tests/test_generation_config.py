@@ -12,6 +12,8 @@ from conftest import MODELS
 from refdecode.model.config import GPT2Config
 from refdecode.generation_config import GenerationConfig, generation_warnings
 from refdecode.dispatch import generation_mode
+from refdecode.generate import generate
+from refdecode.testing import TableModel
 
 # transformers 4.38.2 generation/configuration_utils.py, GenerationConfig.__init__
 DEFAULTS_4_38_2 = dict(
@@ -50,8 +52,8 @@ def test_defaults_match_transformers_4_38_2():
     (dict(num_beams=2, num_return_sequences=3), "num_return_sequences"),
     (dict(num_return_sequences=2), "num_return_sequences"),
     (dict(min_length=-1), "min_length"),
-    (dict(eos_token_id=-3), "eos_token_id"),
-    (dict(eos_token_id=[]), "eos_token_id"),
+    (dict(eos_token_id=1.5), "eos_token_id"),
+    (dict(eos_token_id=[2, "a"]), "eos_token_id"),
 ])
 def test_invalid_values_raise_naming_the_field(kwargs, field):
     with pytest.raises(ValueError, match=f"`{field}`"):
@@ -150,10 +152,10 @@ def test_early_stopping_numpy_bool_runs_as_bool_and_float_is_refused():
             GenerationConfig(early_stopping=value)
 
 
-@pytest.mark.parametrize("value", [7.9, True, [3], "3", -1])
+@pytest.mark.parametrize("value", [7.9, True, [3], "3"])
 def test_pad_token_id_must_be_a_token_id(value):
-    """``pad_token_id=7.9`` padded with 7, ``True`` with 1, ``[3]`` with 3."""
-    with pytest.raises(ValueError, match=r"`pad_token_id` must be a token id \(an integer >= 0\) or None"):
+    """``pad_token_id=7.9`` padded with 7, ``True`` with 1, ``[3]`` with 3 (a negative id: no token, accepted)."""
+    with pytest.raises(ValueError, match=r"`pad_token_id` must be a token id \(an integer; negative: no token\)"):
         GenerationConfig(pad_token_id=value)
 
 
@@ -311,3 +313,20 @@ def test_fuzzed_generation_config_json_loads_or_names_the_file(tmp_path_factory,
             assert str(path) in str(e), str(e)
             return
     assert type(config.max_length) is int and config.early_stopping in (True, False, "never")
+
+
+def test_a_negative_or_empty_eos_matches_no_token_as_in_transformers():
+    """Issue 24 item 2: transformers' tests set ``eos_token_id=-1`` to mean "never stop" (4.38.2 accepts it; no token
+    has id -1), and ``[]`` stops on nothing too; refdecode refused both. Now generation runs to max_new_tokens, and
+    a processor that would write the eos column refuses a negative id instead of writing the last token's."""
+    model = TableModel(np.log(np.array([[.1, .9], [.9, .1]], dtype=np.float32)), eos_token_id=0)
+    for eos in (-1, [], [-1]):
+        assert GenerationConfig(eos_token_id=eos).eos_token_id == eos
+        out = generate(model, np.array([[1]]), max_new_tokens=4, eos_token_id=eos, pad_token_id=0)
+        assert out.tolist() == [[1, 0, 1, 0, 1]]                   # 0 would have been eos: it does not stop here
+    assert generate(model, np.array([[1]]), max_new_tokens=2, eos_token_id=-1).tolist() == [[1, 0, 1]]  # pad = -1
+    with pytest.raises(ValueError, match="make sure that `pad_token_id` is defined"):   # 4.38.2: IndexError on []
+        generate(model, np.array([[1]]), max_new_tokens=2, eos_token_id=[])
+    assert generate(model, np.array([[1]]), max_new_tokens=4).tolist() == [[1, 0]]
+    with pytest.raises(ValueError, match="`eos_token_id` has to hold non-negative ids .* last token"):
+        generate(model, np.array([[1]]), max_new_tokens=4, eos_token_id=-1, min_new_tokens=2)

@@ -99,7 +99,7 @@ def test_begin_suppress_index_moves_after_a_forced_bos_on_a_one_token_prompt():
     (dict(prefix_allowed_tokens_fn=lambda b, ids: []), "prefix_allowed_tokens_fn"),
     (dict(prefix_allowed_tokens_fn=lambda b, ids: [7]), "prefix_allowed_tokens_fn"),
     (dict(prefix_allowed_tokens_fn=3), "prefix_allowed_tokens_fn"),
-    (dict(bad_words_ids=[[0]], eos_token_id=0), "bad_words_ids"),
+    (dict(bad_words_ids=[[0], []], eos_token_id=0), "bad_words_ids"),
     (dict(sequence_bias={(5,): 1.0}), "sequence_bias"),
     (dict(forced_bos_token_id=4), "bos_token_id"),
     (dict(suppress_tokens=[4]), "suppress_tokens"),

@@ -63,7 +63,8 @@ def _check_vocab(name: str, ids, vocab: int) -> None:
 # Pure functions: (input_ids, scores, ...) -> new scores
 
 
-def sequence_bias_process(input_ids: np.ndarray, scores: np.ndarray, sequence_bias: dict) -> np.ndarray:
+def sequence_bias_process(input_ids: np.ndarray, scores: np.ndarray, sequence_bias: dict,
+                          name: str = "sequence_bias") -> np.ndarray:
     r"""Add ``sequence_bias[seq]`` to token ``seq[-1]`` in every row that ends with ``seq[:-1]``.
 
     .. math:: s'_{b,v} = s_{b,v} + \sum_{\text{seq}:\ \text{seq}_{-1} = v,\
@@ -73,6 +74,7 @@ def sequence_bias_process(input_ids: np.ndarray, scores: np.ndarray, sequence_bi
     skipped. The bias is built as transformers 4.38.2 ``SequenceBiasLogitsProcessor`` builds it
     (float32 zeros, the one-token biases, then each longer sequence in dict order), then added to
     ``scores`` once, so ``-inf`` biases give ``-inf`` and ``+inf`` plus ``-inf`` gives NaN as there.
+    ``name``: the argument an id outside the vocabulary is blamed on (``bad_words_ids`` for the bad words).
 
     >>> s = np.zeros((2, 4), dtype=np.float32)
     >>> sequence_bias_process(np.array([[0, 1], [0, 2]]), s, {(3,): -1.0, (1, 2): 5.0})  # row 0 ends with 1
@@ -81,7 +83,7 @@ def sequence_bias_process(input_ids: np.ndarray, scores: np.ndarray, sequence_bi
     """
     batch, vocab = check_scores(scores).shape
     check_input_ids(input_ids, batch)
-    _check_vocab("sequence_bias", [t for seq in sequence_bias for t in seq], vocab)
+    _check_vocab(name, [t for seq in sequence_bias for t in seq], vocab)
     length_1 = np.zeros(vocab, dtype=np.float32)
     for seq, bias in sequence_bias.items():
         if len(seq) == 1:
@@ -108,7 +110,7 @@ def no_bad_words_process(input_ids: np.ndarray, scores: np.ndarray, bad_words_id
     array([[  0.,   0., -inf, -inf],
            [  0.,   0.,   0., -inf]], dtype=float32)
     """
-    return sequence_bias_process(input_ids, scores, bad_words_bias(bad_words_ids, eos_token_id))
+    return sequence_bias_process(input_ids, scores, bad_words_bias(bad_words_ids, eos_token_id), "bad_words_ids")
 
 
 def prefix_constrained_process(input_ids: np.ndarray, scores: np.ndarray,
@@ -255,7 +257,8 @@ class SequenceBiasLogitsProcessor(LogitsProcessor):
 class NoBadWordsLogitsProcessor(LogitsProcessor):
     """Never complete a bad word; see :func:`no_bad_words_process`.
 
-    ``bad_words_ids``: a non-empty list of non-empty lists of token ids (``[eos]`` entries dropped).
+    ``bad_words_ids``: a non-empty list of non-empty lists of token ids (``[eos]`` entries dropped; when
+    every word is ``[eos]`` the processor changes nothing, as in transformers 4.38.2).
     """
 
     def __init__(self, bad_words_ids: list, eos_token_id=None):
@@ -263,7 +266,7 @@ class NoBadWordsLogitsProcessor(LogitsProcessor):
         self.sequence_bias = bad_words_bias(bad_words_ids, eos_token_id)
 
     def __call__(self, input_ids, scores, **kwargs):
-        return sequence_bias_process(input_ids, scores, self.sequence_bias)
+        return sequence_bias_process(input_ids, scores, self.sequence_bias, "bad_words_ids")
 
 
 class PrefixConstrainedLogitsProcessor(LogitsProcessor):

@@ -50,11 +50,21 @@ def test_multi_token_bad_word_only_bans_its_last_token_after_its_prefix():
     assert np.isneginf(out).tolist() == [[False, False, True], [False, False, False]]
 
 
-def test_eos_as_a_bad_word_is_dropped_and_eos_only_list_is_refused():
+def test_eos_as_a_bad_word_is_dropped_and_an_eos_only_list_changes_nothing():
+    """Issue 24 item 1: transformers 4.38.2 validates the words before dropping ``[eos]`` ones, so
+    ``bad_words_ids=[[4]], eos_token_id=4`` is accepted and the scores come back unchanged (refdecode refused it)."""
     s = np.zeros((1, 3), dtype=np.float32)
     assert np.isfinite(no_bad_words_process(np.array([[1]]), s, [[0], [2]], eos_token_id=0)[0, 0])
-    with pytest.raises(ValueError, match="`bad_words_ids`"):
-        NoBadWordsLogitsProcessor([[0]], eos_token_id=[0, 1])
+    scores = np.random.default_rng(0).standard_normal((2, 6)).astype(np.float32)
+    out = NoBadWordsLogitsProcessor([[4]], eos_token_id=4)(np.array([[1, 2], [3, 4]]), scores)
+    assert out is not scores and np.array_equal(out, scores)
+    assert np.array_equal(NoBadWordsLogitsProcessor([[0]], eos_token_id=[0, 1])(np.array([[1]]), s), s)
+
+
+def test_a_bad_word_outside_the_vocabulary_is_blamed_on_bad_words_ids():
+    """Issue 22 item 7: the id was blamed on `sequence_bias`, an argument the caller never gave."""
+    with pytest.raises(ValueError, match="`bad_words_ids` has to hold token ids in \\[0, 2\\]"):
+        NoBadWordsLogitsProcessor([[7]], eos_token_id=0)(np.array([[1]]), np.zeros((1, 3), dtype=np.float32))
 
 
 def test_sequence_bias_accumulates_on_the_same_last_token():
