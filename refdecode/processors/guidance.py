@@ -59,12 +59,16 @@ class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
     without position ids), so a left-padded negative prompt is not shifted. The output is
     float32 log-space scores, not raw logits.
 
-    transformers 4.38.2 ``UnbatchedClassifierFreeGuidanceLogitsProcessor`` (``use_cache`` is
-    accepted; refdecode always uses the cache, which gives the same scores).
+    transformers 4.38.2 ``UnbatchedClassifierFreeGuidanceLogitsProcessor``. ``scores`` may have more axes
+    than (N, V), as there: the mix broadcasts the (N, V) unconditional row over them.
 
     Args:
-        guidance_scale: float. model: a refdecode GPT2 (anything with ``new_cache`` and
-            ``__call__(ids, attention_mask=, position_ids=, past_key_values=, logits_to_keep=)``).
+        guidance_scale: float.
+        model: a refdecode GPT2 (it has ``new_cache``: the branch runs through refdecode's KV cache, which
+            gives the scores of recomputing it, so ``use_cache`` changes nothing), or any callable that
+            transformers' processor accepts: called as transformers calls it,
+            ``model(ids, attention_mask=, use_cache=, past_key_values=)`` returning ``.logits`` (N, T, V)
+            (and ``.past_key_values``, handed back next call; without a cache it sees the whole branch).
         unconditional_ids: int (N, T_u) negative prompt, one row per generated row, or None.
         unconditional_attention_mask: 0/1 (N, T_u) or None (all ones).
     """
@@ -84,22 +88,32 @@ class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
         self.use_cache = use_cache
         self.unconditional_ids = unconditional_ids
         self.unconditional_attention_mask = unconditional_attention_mask
-        self.cache: Any = None  # the unconditional branch's KVCache, made on the first call
+        self.started = False
+        self.cache: Any = None  # a refdecode model's KVCache for the branch, made on the first call
+        self.past: Any = None   # another model's past_key_values, as it returned them
 
     def unconditional_logits(self, input_ids: np.ndarray) -> np.ndarray:
         """Run the branch one step: the first call its whole prompt, then the row's newest token -> (N, V)."""
-        if self.cache is None:
+        if not self.started:
             ids = input_ids[:, -1:] if self.unconditional_ids is None else self.unconditional_ids  # (N, T_u)
             mask = self.unconditional_attention_mask
             mask = np.ones_like(ids) if mask is None else np.asarray(mask).astype(np.int64)
             if ids.shape[0] != input_ids.shape[0]:
                 raise ValueError(f"`negative_prompt_ids` has to have one row per generated row ({input_ids.shape[0]}: "
                                  f"batch x beams or return sequences), but has {ids.shape[0]}")
-            self.cache = self.model.new_cache(ids.shape[0], int(self.model.config.n_positions))
+            self.started = True
+            if hasattr(self.model, "new_cache"):
+                self.cache = self.model.new_cache(ids.shape[0], int(self.model.config.n_positions))
         else:
             ids = input_ids[:, -1:]  # (N, 1)
             mask = np.concatenate([self.unconditional_attention_mask, np.ones_like(ids)], axis=1)
-        self.unconditional_attention_mask = mask
+            if self.cache is None and not self.use_cache:  # a model without a cache reads the whole branch
+                ids = np.concatenate([self.unconditional_ids, ids], axis=1)
+        self.unconditional_ids, self.unconditional_attention_mask = ids, mask
+        if self.cache is None:  # any callable, called as transformers 4.38.2 calls it
+            out = self.model(ids, attention_mask=mask, use_cache=self.use_cache, past_key_values=self.past)
+            self.past = getattr(out, "past_key_values", None)
+            return np.asarray(out.logits)[:, -1, :]
         past = self.cache.length
         positions = np.broadcast_to(np.arange(past, past + ids.shape[1], dtype=np.int64), ids.shape)
         out = self.model(ids, attention_mask=mask, position_ids=positions, past_key_values=self.cache,
@@ -107,7 +121,8 @@ class UnbatchedClassifierFreeGuidanceLogitsProcessor(LogitsProcessor):
         return out.logits[:, -1, :]
 
     def __call__(self, input_ids, scores, **kwargs):
-        scores = check_scores(scores)
+        if not isinstance(scores, np.ndarray) or scores.dtype != np.float32 or scores.ndim < 2:
+            check_scores(scores)  # its message: float32 (batch, vocab)
         if self.guidance_scale == 1:  # off: no second forward pass
             return log_softmax(scores)
         return guidance_mix(scores, self.unconditional_logits(input_ids), self.guidance_scale)
