@@ -165,7 +165,7 @@ def _constrained_beam_search(r: DecodeRequest) -> Any:
     ids, mask = r.repeated(c.num_beams)
     scorer = ConstrainedBeamSearchScorer(
         batch_size=r.input_ids.shape[0], num_beams=c.num_beams, length_penalty=c.length_penalty,
-        constraints=constraints_from_config(c.constraints, c.force_words_ids),
+        constraints=constraints_from_config(c.constraints, c.force_words_ids, int(r.model.config.vocab_size)),
         do_early_stopping=c.early_stopping, num_beam_hyps_to_keep=c.num_return_sequences, max_length=c.max_length)
     return constrained_beam_search(r.model, ids, scorer, attention_mask=mask, recorder=r.recorder,
                                    **r.loop_arguments())

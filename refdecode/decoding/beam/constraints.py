@@ -313,11 +313,13 @@ class ConstraintListState:
         return new
 
 
-def constraints_from_config(constraints: list[Constraint] | None, force_words_ids: Any) -> list[Constraint]:
+def constraints_from_config(constraints: list[Constraint] | None, force_words_ids: Any,
+                            vocab_size: int | None = None) -> list[Constraint]:
     """``generate``'s constraints: ``constraints`` then one per entry of ``force_words_ids``, as 4.38.2.
 
     An entry that is a list of ints is a :class:`PhrasalConstraint`; a list of lists of ints is a
-    :class:`DisjunctiveConstraint` (any one of the phrases).
+    :class:`DisjunctiveConstraint` (any one of the phrases). With ``vocab_size``, every token id of every
+    constraint must be below it (4.38.2 fails with an IndexError deep in the scorer).
 
     >>> [type(c).__name__ for c in constraints_from_config(None, [[5, 6], [[7], [8, 9]]])]
     ['PhrasalConstraint', 'DisjunctiveConstraint']
@@ -330,6 +332,7 @@ def constraints_from_config(constraints: list[Constraint] | None, force_words_id
         raise ValueError(f"`constraints` has to be a list of Constraint objects (PhrasalConstraint, "
                          f"DisjunctiveConstraint), but is {constraints!r}")
     if force_words_ids is None:
+        _check_vocab(final, vocab_size)
         return final
     message = ("`force_words_ids` has to either be a `List[List[List[int]]]` or `List[List[int]]` of positive "
                f"integers, but is {force_words_ids}.")
@@ -349,4 +352,16 @@ def constraints_from_config(constraints: list[Constraint] | None, force_words_id
             final.append(PhrasalConstraint(word_ids))
         else:
             raise ValueError(message)
+    _check_vocab(final, vocab_size)
     return final
+
+
+def _check_vocab(constraints: list[Constraint], vocab_size: int | None) -> None:
+    """Every id of every constraint's ``token_ids`` (a phrase, or a disjunction's phrases) below ``vocab_size``."""
+    if vocab_size is None:
+        return
+    ids = [t for c in constraints for x in getattr(c, "token_ids", []) for t in (x if isinstance(x, list) else [x])]
+    beyond = sorted({int(t) for t in ids if t >= vocab_size})
+    if beyond:
+        raise ValueError(f"`force_words_ids` / `constraints` have to hold token ids in [0, {vocab_size}) (the "
+                         f"vocabulary), but hold {beyond[:5]}")

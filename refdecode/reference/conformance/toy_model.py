@@ -47,13 +47,21 @@ def toy_hash(tokens, h: int = FNV_OFFSET) -> int:
 
 
 class ToyCache:
-    """The toy model's state per row: the hash ``h`` (N,) and the last token (N,), plus the length S."""
+    """The toy model's state per row: the hash ``h`` (N,) and the last token (N,), plus the length S.
+
+    It also keeps the tokens (N, S), so that :meth:`crop` (assisted decoding drops rejected drafts) can
+    recompute the hash of a shorter row; an implementation without assisted decoding needs only ``h``.
+    """
 
     def __init__(self, batch_size: int, capacity: int):
         self.h = np.full(batch_size, FNV_OFFSET, dtype=np.int64)  # (N,) uint32 values
         self.last = np.zeros(batch_size, dtype=np.int64)          # (N,)
-        self.length = 0
+        self.tokens = np.zeros((batch_size, 0), dtype=np.int64)   # (N, S)
         self.capacity = capacity
+
+    @property
+    def length(self) -> int:
+        return self.tokens.shape[1]
 
     @property
     def batch_size(self) -> int:
@@ -61,13 +69,23 @@ class ToyCache:
 
     def reorder(self, beam_idx: np.ndarray) -> None:
         """In place: row i <- old row beam_idx[i] (what ``KVCache.reorder`` does to keys and values)."""
-        self.h, self.last = self.h[np.asarray(beam_idx)], self.last[np.asarray(beam_idx)]
+        rows = np.asarray(beam_idx)
+        self.h, self.last, self.tokens = self.h[rows], self.last[rows], self.tokens[rows]
 
     def expand(self, num_beams: int) -> ToyCache:
         """A new cache with each row repeated ``num_beams`` times consecutively."""
         new = ToyCache(self.batch_size * num_beams, self.capacity)
-        new.h, new.last, new.length = np.repeat(self.h, num_beams), np.repeat(self.last, num_beams), self.length
+        new.h, new.last = np.repeat(self.h, num_beams), np.repeat(self.last, num_beams)
+        new.tokens = np.repeat(self.tokens, num_beams, axis=0)
         return new
+
+    def crop(self, length: int) -> None:
+        """Keep the first ``length`` tokens of every row (``KVCache.crop``): the hash is recomputed from them."""
+        if not 0 < length <= self.length:
+            raise ValueError(f"`length` has to be in [1, {self.length}] (the cached length), but is {length}")
+        self.tokens = self.tokens[:, :length]
+        self.h = np.array([toy_hash(row) for row in self.tokens.tolist()], dtype=np.int64)
+        self.last = self.tokens[:, -1].copy()
 
 
 class ToyModel:
@@ -105,7 +123,7 @@ class ToyModel:
                                dtype=np.int64)
             cache.last = input_ids[:, j].astype(np.int64)
             logits[:, j] = self.bigram[cache.last] + self.mix[cache.h % self.mix.shape[0]]  # float32 + float32
-        cache.length += t
+        cache.tokens = np.concatenate([cache.tokens, input_ids.astype(np.int64)], axis=1)  # (N, S) -> (N, S + T)
         if logits_to_keep:
             logits = logits[:, -logits_to_keep:]
         return StubOutput(logits=logits, past_key_values=cache)

@@ -41,3 +41,16 @@ def test_stateful_disjunctive_copy_shares_its_progress_quirk_3():
 def test_disjunctive_refuses_a_phrase_that_prefixes_another():
     with pytest.raises(ValueError, match="complete subset"):
         DisjunctiveConstraint([[1, 2], [1, 2, 3]])
+
+
+def test_a_forced_word_outside_the_vocabulary_is_named_before_decoding():
+    """Issue 24 item 5: force_words_ids=[[id beyond the vocabulary]] ended in an IndexError inside the scorer."""
+    import numpy as np
+
+    from refdecode import generate
+    from refdecode.testing import TableModel
+
+    model = TableModel(np.zeros((5, 5), dtype=np.float32), eos_token_id=0)
+    for words in ([[7]], [[[1], [2, 9]]]):
+        with pytest.raises(ValueError, match=r"`force_words_ids` / `constraints` have to hold token ids in \[0, 5\)"):
+            generate(model, np.array([[1]]), max_new_tokens=3, num_beams=2, force_words_ids=words)

@@ -32,3 +32,21 @@ def test_toy_model_cache_gives_the_same_logits_as_the_whole_row():
     cache.reorder(np.array([1, 1]))
     np.testing.assert_array_equal(model(np.array([[0], [0]]), past_key_values=cache).logits[:, 0],
                                   model(np.array([[4, 3, 2, 1, 0]])).logits[[0, 0], -1])
+
+
+def test_prompt_lookup_runs_on_the_toy_model_and_gives_greedy_searchs_tokens():
+    """Issue 24 item 5: prompt lookup with the documented ToyModel failed on a missing ``crop``; the cache now keeps
+    the tokens, and cropping recomputes the hash of the shorter rows."""
+    from refdecode import generate
+    from refdecode.reference.conformance.toy_model import ToyModel, toy_hash
+
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        toy = ToyModel(rng.standard_normal((6, 6)).astype(np.float32), rng.standard_normal((4, 6)).astype(np.float32))
+        prompt = rng.integers(0, 5, (1, 6))
+        lookup = generate(toy, prompt, max_new_tokens=8, eos_token_id=5, prompt_lookup_num_tokens=3)
+        assert np.array_equal(lookup, generate(toy, prompt, max_new_tokens=8, eos_token_id=5))
+    cache = toy.new_cache(1, 16)
+    toy(np.array([[1, 2, 3, 4]]), past_key_values=cache)
+    cache.crop(2)
+    assert cache.length == 2 and cache.h.tolist() == [toy_hash([1, 2])] and cache.last.tolist() == [2]
