@@ -106,15 +106,16 @@ class BeamHypotheses:
     def __len__(self) -> int:
         return len(self.beams)
 
-    def add(self, hyp: np.ndarray, sum_logprobs: float, beam_indices: tuple[int, ...] | None = None, *,
-            generated_len: int) -> None:
+    def add(self, hyp: np.ndarray, sum_logprobs: float, beam_indices: tuple[int, ...] | None = None,
+            generated_len: int | None = None) -> None:
         """Score ``hyp`` (its tokens, eos not included) and keep it if it is among the best ``num_beams``.
 
-        ``generated_len``: the tokens generated after the prompt, the length the penalty divides by
-        (transformers 4.38.2 also accepts None, dividing by the whole ``hyp`` length, its pre-4.36
-        rule; no caller of 4.38.2 or of refdecode passes None, so refdecode requires it).
+        ``generated_len``: the tokens generated after the prompt, the length the penalty divides by. None
+        (transformers 4.38.2's default, kept "for retrocompatibility" there) divides by the whole ``hyp``
+        length, prompt included: the pre-4.36 rule; every loop of 4.38.2 and of refdecode passes it.
         """
-        score = float(sum_logprobs) / _length_factor(generated_len, self.length_penalty)
+        length = hyp.shape[-1] if generated_len is None else generated_len
+        score = float(sum_logprobs) / _length_factor(length, self.length_penalty)
         if len(self) < self.num_beams or score > self.worst_score:
             self.beams.append((score, hyp, beam_indices))
             if len(self) > self.num_beams:
@@ -220,6 +221,12 @@ class BeamSearchScorer:
         """True when every (prompt, group) is done."""
         return bool(self.done.all())
 
+    @property
+    def _beam_hyps(self) -> list[BeamHypotheses]:
+        """transformers' layout of the same objects, for code that inspects it: a flat list,
+        ``_beam_hyps[b * num_beam_groups + g]`` = ``beam_hyps[b][g]``."""
+        return [hyps for per_prompt in self.beam_hyps for hyps in per_prompt]
+
     def process(self, input_ids: np.ndarray, next_scores: np.ndarray, next_tokens: np.ndarray,
                 next_indices: np.ndarray, pad_token_id: int | None = None, eos_token_id: int | list[int] | None = None,
                 beam_indices: Any = None, group_index: int = 0, decoder_prompt_len: int = 0) -> dict[str, np.ndarray]:
@@ -278,16 +285,17 @@ class BeamSearchScorer:
         return {"next_beam_scores": out_scores.reshape(-1), "next_beam_tokens": out_tokens.reshape(-1),
                 "next_beam_indices": out_rows.reshape(-1)}
 
-    def finalize(self, input_ids: np.ndarray, final_beam_scores: np.ndarray, max_length: int | None,
-                 pad_token_id: int | None = None,
+    def finalize(self, input_ids: np.ndarray, final_beam_scores: np.ndarray, final_beam_tokens: Any = None,
+                 final_beam_indices: Any = None, max_length: int | None = None, pad_token_id: int | None = None,
                  eos_token_id: int | list[int] | None = None, beam_indices: Any = None,
                  decoder_prompt_len: int = 0) -> dict[str, np.ndarray | None]:
         r"""Add the running beams of unfinished prompts, pick the best, pad into one array.
 
+        transformers 4.38.2's signature, so that a call ported from it runs unchanged.
+
         Args:
             input_ids: int64 (B*K, T) running beams; ``final_beam_scores`` float32 (B*K,) their scores.
-                (transformers' two unused parameters after these, ``final_beam_tokens`` and
-                ``final_beam_indices``, are left out: a call ported from it drops its ``None, None``.)
+            final_beam_tokens, final_beam_indices: unused, as in transformers (its loops pass the last step's).
             max_length: cap of the output width (``stopping_criteria.max_length``), or None.
             beam_indices: per row of ``input_ids`` (row ``b*K + g*group_size + j``), the history, or None.
 

@@ -107,6 +107,11 @@ class ConstrainedBeamSearchScorer:
     def is_done(self) -> bool:
         return bool(self.done.all())
 
+    @property
+    def _beam_hyps(self) -> list[BeamHypotheses]:
+        """transformers' name for ``beam_hyps`` (one per prompt), for code that inspects it."""
+        return self.beam_hyps
+
     def make_constraint_states(self, n: int) -> list[ConstraintListState]:
         return [ConstraintListState([c.copy() for c in self.constraints]) for _ in range(n)]
 
@@ -200,9 +205,10 @@ class ConstrainedBeamSearchScorer:
         keep = bank_round_robin(banks, all_scores, k)                                   # (K,)
         return all_scores[keep], all_tokens[keep], all_rows[keep]
 
-    def finalize(self, input_ids: np.ndarray, final_beam_scores: np.ndarray, max_length: int | None,
-                 pad_token_id: int | None = None, eos_token_id: int | list[int] | None = None,
-                 beam_indices: Any = None, decoder_prompt_len: int = 0) -> dict[str, np.ndarray | None]:
+    def finalize(self, input_ids: np.ndarray, final_beam_scores: np.ndarray, final_beam_tokens: Any = None,
+                 final_beam_indices: Any = None, max_length: int | None = None, pad_token_id: int | None = None,
+                 eos_token_id: int | list[int] | None = None, beam_indices: Any = None,
+                 decoder_prompt_len: int = 0) -> dict[str, np.ndarray | None]:
         """Add running beams that satisfy the constraints (or, lacking enough, every other one), pick the best.
 
         Same output as :meth:`refdecode.decoding.beam.beam_scorer.BeamSearchScorer.finalize`: ``sequences`` int64

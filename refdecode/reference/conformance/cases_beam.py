@@ -151,7 +151,7 @@ def _run_scorer(inp: dict) -> dict:
                                  group_index=call["group_index"], **common)
             results.append({**out, "done": scorer.done.tolist()})
         else:
-            out = scorer.finalize(call["input_ids"], call["final_beam_scores"], call["max_length"],
+            out = scorer.finalize(call["input_ids"], call["final_beam_scores"], max_length=call["max_length"],
                                   **common)
             results.append(out)
     return {"results": results}
@@ -185,15 +185,15 @@ def _recording_scorer(record: dict):
         return process(self, input_ids, next_scores, next_tokens, next_indices, pad_token_id, eos_token_id,
                        beam_indices, group_index, decoder_prompt_len)
 
-    def rec_finalize(self, input_ids, final_beam_scores, max_length, pad_token_id=None, eos_token_id=None,
-                     beam_indices=None, decoder_prompt_len=0):
+    def rec_finalize(self, input_ids, final_beam_scores, final_beam_tokens=None, final_beam_indices=None,
+                     max_length=None, pad_token_id=None, eos_token_id=None, beam_indices=None, decoder_prompt_len=0):
         record["calls"].append({"op": "finalize", "input_ids": np.array(input_ids),
                                 "final_beam_scores": np.array(final_beam_scores), "max_length": max_length,
                                 "pad_token_id": pad_token_id, "eos_token_id": list(eos_token_id),
                                 "beam_indices": _recorded_history(self, beam_indices),
                                 "decoder_prompt_len": decoder_prompt_len})
-        return finalize(self, input_ids, final_beam_scores, max_length, pad_token_id, eos_token_id, beam_indices,
-                        decoder_prompt_len)
+        return finalize(self, input_ids, final_beam_scores, max_length=max_length, pad_token_id=pad_token_id,
+                        eos_token_id=eos_token_id, beam_indices=beam_indices, decoder_prompt_len=decoder_prompt_len)
 
     rd.BeamSearchScorer.__init__, rd.BeamSearchScorer.process, rd.BeamSearchScorer.finalize = (
         rec_init, rec_process, rec_finalize)

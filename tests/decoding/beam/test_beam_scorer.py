@@ -23,14 +23,6 @@ def test_add_scores_by_generated_length_and_keeps_best():
     assert h.worst_score == -1.0
 
 
-def test_add_requires_generated_len():
-    """4.38.2's "retrocompatibility" branch (no generated_len: divide by the whole hypothesis length) is
-    never taken by 4.38.2 or refdecode; refdecode refuses the call instead of silently using another rule."""
-    h = BeamHypotheses(num_beams=1, length_penalty=1.0, early_stopping=False)
-    with pytest.raises(TypeError, match="generated_len"):
-        h.add(np.array([1, 2, 3, 4]), -2.0)
-
-
 def test_worst_score_starts_at_1e9_and_rejects_worse_when_full():
     h = BeamHypotheses(num_beams=1, length_penalty=0.0, early_stopping=False)
     assert h.worst_score == 1e9
@@ -323,3 +315,18 @@ def test_numpy_bool_early_stopping_and_numpy_int_sizes_are_accepted():
     assert h.early_stopping is True and h.num_beams == 2 and type(h.max_length) is int
     s = BeamSearchScorer(np.int64(1), np.int64(4), num_beam_groups=np.int64(2), num_beam_hyps_to_keep=np.int64(2))
     assert (s.batch_size, s.num_beams, s.group_size) == (1, 4, 2)
+
+
+def test_the_interfaces_transformers_code_calls_run_unchanged():
+    """Issue 24 item 6: ``BeamHypotheses.add`` with 4.38.2's default ``generated_len=None`` (the whole hypothesis
+    length), ``finalize`` with 4.38.2's full positional signature, and ``_beam_hyps`` laid out as there."""
+    h = BeamHypotheses(num_beams=2, length_penalty=1.0, early_stopping=False)
+    h.add(np.array([1, 2, 3, 4]), -2.0)                         # no generated_len: divided by 4, the hyp's length
+    h.add(np.array([1, 2, 3, 4]), -2.0, None, 2)                # positionally, as 4.38.2 allows: divided by 2
+    assert [s for s, _, _ in h.beams] == [-0.5, -1.0]
+    s = BeamSearchScorer(batch_size=2, num_beams=4, num_beam_groups=2, length_penalty=0.0)
+    assert s._beam_hyps == [s.beam_hyps[0][0], s.beam_hyps[0][1], s.beam_hyps[1][0], s.beam_hyps[1][1]]
+    s = BeamSearchScorer(batch_size=1, num_beams=2, length_penalty=0.0)
+    ids, scores = np.array([[1, 3, 4], [1, 3, 5]]), np.array([-0.5, -0.9], dtype=np.float32)
+    ported = s.finalize(ids, scores, None, None, 4, 0, 9, None, 1)   # tokens, indices, max_length, pad, eos, ..
+    assert ported["sequences"].tolist() == [[1, 3, 4, 9]]
