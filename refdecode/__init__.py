@@ -70,11 +70,13 @@ from .processors.logits_warp import (
     llama_top_p_probs,
     shifted_top_p_warp,
     temperature_warp,
+    top_k_top_p_filtering,
     top_k_warp,
     top_p_warp,
 )
 from .processors.truncation_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
 from .processors.bad_words_and_forcing import (
+    BarkEosPrioritizerLogitsProcessor,
     ForcedBOSTokenLogitsProcessor,
     ForcedEOSTokenLogitsProcessor,
     NoBadWordsLogitsProcessor,
@@ -97,7 +99,7 @@ from .decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
 from .decoding.beam.beam_search import beam_sample, beam_search
 from .decoding.beam.group_beam_search import group_beam_search
 from .decoding.candidate_generator import AssistedCandidateGenerator, PromptLookupCandidateGenerator
-from .decoding.assisted_decoding import assisted_decoding
+from .decoding.assisted_decoding import _speculative_sampling, assisted_decoding
 from .decoding.beam.constraints import Constraint, ConstraintListState, DisjunctiveConstraint, PhrasalConstraint
 from .decoding.beam.constrained_beam_scorer import ConstrainedBeamSearchScorer
 from .decoding.beam.constrained_beam_search import constrained_beam_search
@@ -134,15 +136,16 @@ __all__ = [
     "LogitsProcessor", "LogitsProcessorList", "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor",
     "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor", "HammingDiversityLogitsProcessor",
     "LogitsWarper", "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper",
-    "temperature_warp", "top_k_warp", "top_p_warp", "llama_top_p_probs", "shifted_top_p_warp",
+    "temperature_warp", "top_k_warp", "top_p_warp", "llama_top_p_probs", "shifted_top_p_warp", "top_k_top_p_filtering",
     "TypicalLogitsWarper", "EpsilonLogitsWarper", "EtaLogitsWarper", "MinPLogitsWarper",
     "SequenceBiasLogitsProcessor", "NoBadWordsLogitsProcessor", "PrefixConstrainedLogitsProcessor",
     "ForcedBOSTokenLogitsProcessor", "ForcedEOSTokenLogitsProcessor", "SuppressTokensLogitsProcessor",
-    "SuppressTokensAtBeginLogitsProcessor", "ForceTokensLogitsProcessor", "EncoderRepetitionPenaltyLogitsProcessor",
+    "SuppressTokensAtBeginLogitsProcessor", "ForceTokensLogitsProcessor", "BarkEosPrioritizerLogitsProcessor", "EncoderRepetitionPenaltyLogitsProcessor",
     "EncoderNoRepeatNGramLogitsProcessor", "UnbatchedClassifierFreeGuidanceLogitsProcessor", "guidance_mix",
     "ExponentialDecayLengthPenalty", "InfNanRemoveLogitsProcessor", "LogitNormalization",
     "multinomial", "greedy_search", "sample", "BeamHypotheses", "BeamSearchScorer", "beam_search", "beam_sample",
     "group_beam_search", "AssistedCandidateGenerator", "PromptLookupCandidateGenerator", "assisted_decoding",
+    "_speculative_sampling",
     "Constraint", "ConstraintListState", "DisjunctiveConstraint", "PhrasalConstraint",
     "ConstrainedBeamSearchScorer", "constrained_beam_search", "contrastive_search",
     "StoppingCriteria", "StoppingCriteriaList", "StopStringCriteria", "EosTokenCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria",

@@ -40,7 +40,7 @@ from .loop import (check_no_nan, check_pad_token, collect, decoder_output, loop_
                    step_records, stream)
 from .randomness import checked_draw, make_rng, multinomial, uniform
 
-__all__ = ["assisted_decoding", "verify", "count_matches", "speculative_sampling"]
+__all__ = ["assisted_decoding", "verify", "count_matches", "speculative_sampling", "_speculative_sampling"]
 
 
 def verify(model: Any, candidate_ids: np.ndarray, attention_mask: np.ndarray | None, cache: Any,
@@ -118,6 +118,22 @@ def speculative_sampling(candidates: np.ndarray, candidate_scores: np.ndarray, n
         probs = p[n]
     token = draw(probs[None, :], 1, False, rng)[:, 0].astype(np.int64)  # (1,)
     return np.concatenate([candidates[:n], token]), n
+
+
+def _speculative_sampling(candidate_input_ids: np.ndarray, candidate_logits: np.ndarray, candidate_length: int,
+                          new_logits: np.ndarray, last_assistant_token_is_eos: bool,
+                          max_matches: int) -> tuple[np.ndarray, np.int64]:
+    """transformers 4.38.2's ``_speculative_sampling``, its arguments in its order, for code and tests ported from it:
+    :func:`speculative_sampling` on batch 1, the uniforms and the draw from refdecode's default generator
+    (:func:`refdecode.set_seed`), as 4.38.2 draws from torch's global one.
+
+    ``candidate_input_ids`` (1, S + c), ``candidate_logits`` (1, c, V) the assistant's, ``new_logits`` (1, c + 1, V)
+    the model's, both warped. Returns the accepted tokens (1, n + 1) and n.
+    """
+    rng = make_rng()
+    tokens, n = speculative_sampling(candidate_input_ids[0, -candidate_length:], candidate_logits[0], new_logits[0],
+                                     bool(last_assistant_token_is_eos), int(max_matches), rng, multinomial, uniform)
+    return tokens[None, :], np.int64(n)
 
 
 def assisted_decoding(model: Any, input_ids: np.ndarray, candidate_generator: Any, do_sample: bool = False,

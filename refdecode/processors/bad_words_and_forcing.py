@@ -28,9 +28,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .logits_process import LogitsProcessor
-from ..validation import bad_words_bias, check_sequence_bias, check_token_list, eos_list, is_integer
+from ..numerics import softmax
+from ..validation import bad_words_bias, check_sequence_bias, check_token_list, eos_list, is_integer, is_number
 from .arguments import check_input_ids, check_scores
+from .logits_process import LogitsProcessor
 
 __all__ = [
     "sequence_bias_process",
@@ -41,10 +42,12 @@ __all__ = [
     "suppress_tokens_process",
     "suppress_tokens_at_begin_process",
     "force_tokens_process",
+    "bark_eos_prioritizer_process",
     "SequenceBiasLogitsProcessor",
     "NoBadWordsLogitsProcessor",
     "PrefixConstrainedLogitsProcessor",
     "ForcedBOSTokenLogitsProcessor",
+    "BarkEosPrioritizerLogitsProcessor",
     "ForcedEOSTokenLogitsProcessor",
     "SuppressTokensLogitsProcessor",
     "SuppressTokensAtBeginLogitsProcessor",
@@ -184,6 +187,32 @@ def forced_eos_process(input_ids: np.ndarray, scores: np.ndarray, max_length: in
     return _force(scores, eos) if input_ids.shape[-1] == max_length - 1 else scores.copy()
 
 
+def bark_eos_prioritizer_process(scores: np.ndarray, eos_token_id: list[int], min_eos_p: float | None) -> np.ndarray:
+    r"""Stop when eos is likely enough: a row where an eos token's probability exceeds ``min_eos_p`` keeps only its
+    eos scores (every other token ``-inf``); other rows are unchanged. ``min_eos_p`` None or 0: off.
+
+    .. math:: s'_b = \begin{cases} s_{b,v} \text{ for } v \in E,\ -\infty \text{ elsewhere} &
+              \text{if } \max_{e \in E} \mathrm{softmax}(s_b)_e > p_{\min} \\ s_b & \text{otherwise} \end{cases}
+
+    transformers 4.38.2 ``BarkEosPrioritizerLogitsProcessor`` (Bark's "early stop"; refdecode has no Bark, the
+    processor is here for code ported from 4.38.2's tests).
+
+    >>> s = np.log(np.array([[0.5, 0.3, 0.2], [0.8, 0.1, 0.1]], dtype=np.float32))
+    >>> np.isfinite(bark_eos_prioritizer_process(s, [2], 0.15))      # row 0: p(eos) = 0.2 > 0.15
+    array([[False, False,  True],
+           [ True,  True,  True]])
+    """
+    check_scores(scores)
+    if not min_eos_p:
+        return scores.copy()
+    _check_vocab("eos_token_id", eos_token_id, scores.shape[1])
+    probs = softmax(scores)                                                          # (B, V)
+    early = (probs[:, eos_token_id] > min_eos_p).any(axis=1, keepdims=True)          # (B, 1)
+    only_eos = np.full_like(scores, -np.inf)
+    only_eos[:, eos_token_id] = scores[:, eos_token_id]
+    return np.where(early, only_eos, scores)
+
+
 def suppress_tokens_process(input_ids: np.ndarray, scores: np.ndarray, suppress_tokens: list[int]) -> np.ndarray:
     r"""Set the listed tokens to ``-inf`` at every step. transformers 4.38.2 ``SuppressTokensLogitsProcessor``.
 
@@ -312,6 +341,19 @@ class ForcedEOSTokenLogitsProcessor(LogitsProcessor):
 
     def __call__(self, input_ids, scores, **kwargs):
         return forced_eos_process(input_ids, scores, self.max_length, self.eos_token_id)
+
+
+class BarkEosPrioritizerLogitsProcessor(LogitsProcessor):
+    """Only the eos scores where eos is likelier than ``min_eos_p``; see :func:`bark_eos_prioritizer_process`."""
+
+    def __init__(self, eos_token_id, min_eos_p: float | None):
+        self.eos_token_id = eos_list(eos_token_id)
+        if min_eos_p is not None and (not is_number(min_eos_p) or not min_eos_p > 0):
+            raise ValueError(f"`min_eos_p` has to be a positive float, but is {min_eos_p}")
+        self.min_eos_p = None if min_eos_p is None else float(min_eos_p)
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return bark_eos_prioritizer_process(scores, self.eos_token_id, self.min_eos_p)
 
 
 class SuppressTokensLogitsProcessor(LogitsProcessor):

@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arguments import check_count, check_filter_value, check_positive_float, check_scores
-from ..validation import is_float, is_number
-from .logits_process import LogitsProcessor
 from ..numerics import softmax
+from ..validation import is_float, is_number, warn
+from .arguments import check_count, check_filter_value, check_positive_float, check_scores
+from .logits_process import LogitsProcessor
 
 __all__ = [
+    "top_k_top_p_filtering",
     "rank_descending",
     "temperature_warp",
     "top_k_warp",
@@ -321,3 +322,22 @@ class TopPLogitsWarper(LogitsWarper):
 
     def __call__(self, input_ids, scores, **kwargs):
         return top_p_warp(scores, self.top_p, self.filter_value, self.min_tokens_to_keep)
+
+
+def top_k_top_p_filtering(logits: np.ndarray, top_k: int = 0, top_p: float = 1.0, filter_value: float = -float("inf"),
+                          min_tokens_to_keep: int = 1) -> np.ndarray:
+    """transformers 4.38.2's deprecated helper, for code that still calls it: top-k when ``top_k > 0``, then top-p
+    when ``0 <= top_p <= 1`` (so also at the default 1.0, which drops the zero-probability tokens); float32 (B, V).
+
+    >>> top_k_top_p_filtering(np.array([[1.0, 3.0, 2.0]], dtype=np.float32), top_k=2)
+    array([[-inf,   3.,   2.]], dtype=float32)
+    """
+    warn("`top_k_top_p_filtering` is scheduled for deletion in v4.39. Use `TopKLogitsWarper` and `TopPLogitsWarper` "
+         "instead.", DeprecationWarning)
+    if top_k > 0:
+        logits = TopKLogitsWarper(top_k=top_k, filter_value=filter_value, min_tokens_to_keep=min_tokens_to_keep)(
+            None, logits)
+    if 0 <= top_p <= 1.0:
+        logits = TopPLogitsWarper(top_p=top_p, filter_value=filter_value, min_tokens_to_keep=min_tokens_to_keep)(
+            None, logits)
+    return logits

@@ -469,3 +469,22 @@ def test_assisted_sampling_through_generate_keeps_the_targets_distribution():
                            top_k=0, seed=s)[0, 1]) for s in range(n)]
     counts = np.bincount(firsts, minlength=3)
     assert chi_square(counts, n * np.array([.5, .3, .2])) < CHI2_CRIT[2], counts
+
+
+def test_speculative_sampling_with_transformers_argument_order():
+    """Issue 24 item 8: 4.38.2's ``_speculative_sampling(candidate_input_ids, candidate_logits, candidate_length,
+    new_logits, last_assistant_token_is_eos, max_matches)``. The assistant is sure of 1, 4, 5; the model agrees with
+    1 and 4 (p = 1) and gives 5 no mass, so 5 is rejected whatever the uniform, and the residual after it is token 8
+    alone: [1, 4, 8], two matches (the case of transformers' own test)."""
+    from refdecode import _speculative_sampling
+
+    def sure(token: int, vocab: int = 10) -> np.ndarray:
+        row = np.full(vocab, -np.inf, dtype=np.float32)
+        row[token] = 0.0
+        return row
+
+    candidate_input_ids = np.array([[8, 0, 3, 9, 8, 1, 4, 5]])
+    candidate_logits = np.stack([sure(1), sure(4), sure(5)])[None]          # (1, 3, V)
+    new_logits = np.stack([sure(1), sure(4), sure(8), sure(2)])[None]       # (1, 4, V)
+    tokens, n = _speculative_sampling(candidate_input_ids, candidate_logits, 3, new_logits, False, 5)
+    assert tokens.tolist() == [[1, 4, 8]] and n.item() == 2

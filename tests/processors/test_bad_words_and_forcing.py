@@ -179,3 +179,20 @@ def test_forced_decoder_ids_validated(bad):
     from refdecode.processors.bad_words_and_forcing import ForceTokensLogitsProcessor
     with pytest.raises(ValueError, match="forced_decoder_ids"):
         ForceTokensLogitsProcessor(bad)
+
+
+def test_bark_eos_prioritizer_keeps_only_eos_where_it_is_likely_enough():
+    """Issue 24 item 8 (4.38.2's test_early_stop_processor): uniform rows over 4 tokens; row 0's eos score set to -6,
+    below log(0.1): row 0 unchanged, row 1 (p(eos) = 0.25 > 0.1) keeps only its eos score(s)."""
+    from refdecode import BarkEosPrioritizerLogitsProcessor
+
+    scores = np.full((2, 4), 0.25, dtype=np.float32)
+    for eos in (2, [2, 3]):
+        s = scores.copy()
+        s[0, eos] = -6.0
+        out = BarkEosPrioritizerLogitsProcessor(eos_token_id=eos, min_eos_p=0.1)(None, s)
+        expected_row_1 = [-np.inf, -np.inf, 0.25, 0.25 if eos == [2, 3] else -np.inf]
+        assert out.tolist() == [s[0].tolist(), expected_row_1]
+    assert np.array_equal(BarkEosPrioritizerLogitsProcessor(2, None)(None, scores), scores)      # off
+    with pytest.raises(ValueError, match="`min_eos_p` has to be a positive float"):
+        BarkEosPrioritizerLogitsProcessor(2, 0.0)

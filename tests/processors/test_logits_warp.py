@@ -366,3 +366,18 @@ def test_issue_13_example_top_p_ties():
     out = TopPLogitsWarper(0.5)(None, np.zeros((1, 4), dtype=np.float32))
     assert kept(out) == [2, 3]
     assert len(_top_p_tie_cases()) >= 38
+
+
+def test_top_k_top_p_filtering_is_top_k_then_top_p_and_warns_as_4382():
+    """Issue 24 item 8: 4.38.2's deprecated helper; top-p also runs at its default 1.0 (it drops -inf / zero
+    probabilities only), and it warns with DeprecationWarning."""
+    from refdecode import TopKLogitsWarper, TopPLogitsWarper, top_k_top_p_filtering
+
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((3, 12)).astype(np.float32)
+    with pytest.warns(DeprecationWarning, match="top_k_top_p_filtering"):
+        out = top_k_top_p_filtering(logits, top_k=5, top_p=0.6, min_tokens_to_keep=2)
+    want = TopPLogitsWarper(0.6, min_tokens_to_keep=2)(None, TopKLogitsWarper(5, min_tokens_to_keep=2)(None, logits))
+    assert np.array_equal(out, want) and out.dtype == np.float32
+    with pytest.warns(DeprecationWarning):
+        assert np.array_equal(top_k_top_p_filtering(logits), logits)                 # top_p 1.0: nothing finite dropped
