@@ -222,7 +222,7 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     ``trace``, a :class:`~refdecode.reference.trace.TraceRecorder`, records every step (docs/traces.md); None (the
     default) records nothing.
 
-    >>> from refdecode.testing import TableModel
+    >>> from refdecode.model.stand_ins import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)),
     ...                    eos_token_id=0)
     >>> generate(model, np.array([[1], [2]]), max_new_tokens=3)                # greedy; row 1 ends with eos

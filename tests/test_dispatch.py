@@ -10,7 +10,7 @@ from refdecode.dispatch import LOOPS, DecodeRequest, generation_mode, run
 from refdecode.generation_config import GenerationConfig
 from refdecode.pipeline import logits_processors, stopping_criteria_for
 from refdecode.recorder import NO_TRACE
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 
 @pytest.mark.parametrize("kwargs, mode", [

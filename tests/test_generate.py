@@ -21,7 +21,7 @@ from refdecode.generation_config import GenerationConfig
 from refdecode.model.modeling import GPT2
 from refdecode.processors.logits_process import LogitsProcessorList, RepetitionPenaltyLogitsProcessor
 from refdecode.decoding.stopping_criteria import MaxLengthCriteria, StoppingCriteriaList
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 # some golden cases ask for min_length > max_length on purpose (transformers warns too)
 pytestmark = pytest.mark.filterwarnings("ignore:Unfeasible length constraints:UserWarning")

@@ -13,7 +13,7 @@ from refdecode.model.config import GPT2Config
 from refdecode.generation_config import GenerationConfig, generation_warnings
 from refdecode.dispatch import generation_mode
 from refdecode.generate import generate
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 # transformers 4.38.2 generation/configuration_utils.py, GenerationConfig.__init__
 DEFAULTS_4_38_2 = dict(
@@ -132,7 +132,7 @@ def _early_stopping_model():
     """A bigram table (seed 0, V=6, eos 0) on which early_stopping True and "never" give different beams."""
     import numpy as np
 
-    from refdecode.testing import TableModel
+    from refdecode.model.stand_ins import TableModel
     return TableModel(np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32), eos_token_id=0)
 
 
@@ -269,7 +269,7 @@ def test_top_k_50_and_defaults_do_not_warn():
 
 def _generate_messages(**kwargs):
     from refdecode import generate
-    from refdecode.testing import TableModel
+    from refdecode.model.stand_ins import TableModel
 
     model = TableModel(np.zeros((3, 3), dtype=np.float32))
     return _caught(lambda: generate(model, np.array([[1, 2]]), **kwargs))

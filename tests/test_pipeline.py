@@ -19,7 +19,7 @@ from processor_golden import decode_case_ids, load, run_decode_case
 import refdecode
 from refdecode.pipeline import logits_processors, logits_warpers
 from refdecode.generation_config import GenerationConfig
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 # remove_invalid_values turns -inf into -3.4e38, which a temperature < 1 then overflows back to -inf (torch too)
 pytestmark = [pytest.mark.filterwarnings("ignore:Unfeasible length constraints:UserWarning"),

@@ -12,7 +12,7 @@ from conftest import MODELS
 
 from refdecode import GPT2, generate
 from refdecode.recorder import NO_TRACE, Recorder
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 
 class Log(Recorder):

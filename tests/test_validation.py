@@ -192,7 +192,7 @@ def test_warnings_point_at_the_callers_line_whatever_the_depth():
     import warnings as _warnings
 
     from refdecode import GenerationConfig, MaxNewTokensCriteria, generate
-    from refdecode.testing import TableModel
+    from refdecode.model.stand_ins import TableModel
 
     model = TableModel(np.zeros((3, 3), dtype=np.float32))
     calls = [lambda: generate(model, np.array([[0]]), max_new_tokens=2, temperature=0.5),

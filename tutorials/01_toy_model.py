@@ -12,7 +12,7 @@
 # - an **exhaustive search** (score every sequence) tells us which one is truly best.
 #
 # Greedy and beam search below are refdecode's own `greedy_search` and `beam_search`, run on a
-# stand-in model (`refdecode.testing.TableModel`) whose logits are the log-probabilities of the table.
+# stand-in model (`refdecode.model.stand_ins.TableModel`) whose logits are the log-probabilities of the table.
 # Every later tutorial swaps the table for a real GPT-2 and keeps the same calls.
 #
 # Run: `python tutorials/01_toy_model.py` (or as a notebook: see tutorials/README.md).

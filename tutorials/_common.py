@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from refdecode import GPT2, Tokenizer
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 ROOT = Path(__file__).resolve().parent.parent   # the repository
 
@@ -78,7 +78,7 @@ def toy_probs(tree: dict[str, dict[str, float]] = TOY_TREE) -> np.ndarray:
 
 
 def toy_model(tree: dict[str, dict[str, float]] = TOY_TREE, eos: bool = False) -> TableModel:
-    """A refdecode.testing.TableModel whose logits are log(probabilities) (-inf where p = 0).
+    """A refdecode.model.stand_ins.TableModel whose logits are log(probabilities) (-inf where p = 0).
 
     Every word occurs once in the tree, so "the next word depends on the last word" (a bigram table)
     is the whole tree. ``eos=True`` declares "." the end-of-sequence token.

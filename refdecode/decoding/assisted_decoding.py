@@ -154,7 +154,7 @@ def assisted_decoding(model: Any, input_ids: np.ndarray, candidate_generator: An
     then ``end()``.
 
     >>> from refdecode.decoding.candidate_generator import PromptLookupCandidateGenerator
-    >>> from refdecode.testing import TableModel
+    >>> from refdecode.model.stand_ins import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .6, .3], [.2, .1, .7], [.8, .1, .1]], dtype=np.float32)))
     >>> assisted_decoding(model, np.array([[0, 1, 2, 0]]), PromptLookupCandidateGenerator(3), max_length=10)
     array([[0, 1, 2, 0, 1, 2, 0, 1, 2, 0]])

@@ -41,7 +41,7 @@ def greedy_search(model: Any, input_ids: np.ndarray, logits_processor: Any = Non
     Returns int64 (N, T_out), or with ``return_dict_in_generate`` the output object (``scores``
     only with ``output_scores``, ``logits`` only with ``output_logits``).
 
-    >>> from refdecode.testing import TableModel
+    >>> from refdecode.model.stand_ins import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .2, .7], [.6, .3, .1], [.2, .5, .3]], dtype=np.float32)))
     >>> greedy_search(model, np.array([[0], [2]]), max_length=5, eos_token_id=1, pad_token_id=0)
     array([[0, 2, 1],

@@ -43,7 +43,7 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
     ``draw(probs (N, V), num_samples, replacement, rng) -> (N, num_samples)`` replaces the draw
     (tests replay transformers' tokens through it).
 
-    >>> from refdecode.testing import TableModel
+    >>> from refdecode.model.stand_ins import TableModel
     >>> from refdecode.processors.logits_warp import TopKLogitsWarper
     >>> model = TableModel(np.array([[0., 3., 1.], [1., 0., 3.], [3., 1., 0.]], dtype=np.float32))
     >>> sample(model, np.array([[0]]), logits_warper=[TopKLogitsWarper(1)], max_length=5, seed=0)  # top-1 = greedy

@@ -151,7 +151,7 @@ class TraceRecorder(Recorder):
         full_vocab_max: keep whole rows when the vocabulary has at most this many entries.
 
     >>> from refdecode import generate
-    >>> from refdecode.testing import TableModel
+    >>> from refdecode.model.stand_ins import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)))
     >>> trace = TraceRecorder()
     >>> generate(model, np.array([[0]]), max_new_tokens=2, repetition_penalty=1.5, trace=trace).tolist()

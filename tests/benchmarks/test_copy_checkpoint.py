@@ -12,7 +12,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from refdecode import GPT2, generate
-from refdecode.testing import CountingModel
+from refdecode.model.stand_ins import CountingModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import make_copy_checkpoint  # noqa: E402

@@ -28,7 +28,7 @@ from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
 from refdecode.model.modeling import GPT2
 from refdecode.decoding.greedy import greedy_search
-from refdecode.testing import CountingModel, TableModel
+from refdecode.model.stand_ins import CountingModel, TableModel
 
 pytestmark = pytest.mark.filterwarnings("ignore:Unfeasible length constraints:UserWarning")
 

@@ -19,7 +19,7 @@ from refdecode.decoding.contrastive_search import contrastive_search, degenerati
 from refdecode.generate import generate
 from refdecode.decoding.greedy import greedy_search
 from refdecode.model.modeling import GPT2
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 FILE = "decode_contrastive.npz"
 CASES = golden(FILE)[0]["cases"]

@@ -12,7 +12,7 @@ from refdecode.model.modeling import GPT2
 from refdecode.decoding.greedy import greedy_search
 from refdecode.processors.logits_process import MinLengthLogitsProcessor
 from refdecode.decoding.stopping_criteria import MaxLengthCriteria
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 CYCLE = np.log(np.array([[.1, .6, .3], [.2, .1, .7], [.5, .3, .2]], dtype=np.float32))  # 0->1->2->0
 

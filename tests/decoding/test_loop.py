@@ -24,7 +24,7 @@ from refdecode.decoding.loop import (
 )
 from refdecode.decoding.beam.bookkeeping import check_beam_rows
 from refdecode.decoding.randomness import make_rng
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 TABLE = np.log(np.array([[.1, .2, .7], [.6, .3, .1], [.2, .5, .3]], dtype=np.float32))
 

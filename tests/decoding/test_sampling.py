@@ -16,7 +16,7 @@ from refdecode.processors.logits_warp import TemperatureLogitsWarper, TopKLogits
 from refdecode.numerics import softmax
 from refdecode.decoding.sampling import sample
 from refdecode.decoding.randomness import multinomial
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 from numeric_checks import CHI2_CRIT, chi_square
 
 # chi-square critical values at significance 0.001 (tables): df -> value

@@ -28,7 +28,7 @@ from refdecode.decoding.stopping_criteria import (
     update_unfinished,
     validate_stopping_criteria,
 )
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 IDS3 = np.zeros((2, 3), dtype=np.int64)
 

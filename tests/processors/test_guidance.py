@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from refdecode.processors.guidance import UnbatchedClassifierFreeGuidanceLogitsProcessor
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 
 def test_guidance_scale_one_returns_log_softmax_and_scale_mixes_with_the_unconditional_branch():

@@ -21,7 +21,7 @@ from refdecode import GPT2, Tokenizer, TopPLogitsWarper, generate
 from refdecode.decoding.beam.beam_scorer import BeamHypotheses
 from refdecode.reference.diff import first_divergence, load_other, main
 from refdecode.model.kv_cache import KVCache
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 from refdecode.reference.trace import TraceRecorder
 
 BEAM = dict(num_beams=3, eos_token_id=[13, 198], pad_token_id=0, length_penalty=1.0)

@@ -17,7 +17,7 @@ from conftest import MODELS, ROOT
 
 from refdecode import generate
 from refdecode.reference.explain import main, render
-from refdecode.testing import TOY_WORDS as WORDS, TableModel, toy_tree_model
+from refdecode.model.stand_ins import TOY_WORDS as WORDS, TableModel, toy_tree_model
 from refdecode.reference.trace import TraceRecorder
 
 def _toy_tree_trace() -> dict:

@@ -15,7 +15,7 @@ import pytest
 from conftest import MODELS
 
 from refdecode import GPT2, Tokenizer, generate
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 from refdecode.recorder import NO_TRACE, Recorder
 from refdecode.reference.trace import TRACE_SCHEMA, TraceRecorder, replay, summarize_rows
 

@@ -58,7 +58,7 @@ from refdecode import (  # noqa: E402
     top_p_warp,
 )
 from refdecode.decoding.beam.beam_scorer import BeamHypotheses  # noqa: E402
-from refdecode.testing import TOY_WORDS, TableModel, toy_tree_model  # noqa: E402
+from refdecode.model.stand_ins import TOY_WORDS, TableModel, toy_tree_model  # noqa: E402
 
 MODEL_DIR = ROOT / "models" / "tiny-shakespeare"
 DEAD = -1e8  # candidates of beams that start at -1e9 (not live yet) are not drawn

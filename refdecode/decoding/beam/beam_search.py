@@ -69,7 +69,7 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
     warpers run after the processors, and 2K candidates are drawn instead of taken from the top. One loop
     for both, as transformers 5 has it: only steps 2 and 3 differ.
 
-    >>> from refdecode.testing import TableModel
+    >>> from refdecode.model.stand_ins import TableModel
     >>> model = TableModel(np.log(np.array([[.1, .5, .4], [.1, .1, .8], [.9, .05, .05]], dtype=np.float32)))
     >>> scorer = BeamSearchScorer(batch_size=1, num_beams=2, length_penalty=0.0)
     >>> beam_search(model, np.array([[0], [0]]), scorer, max_length=3, eos_token_id=0, pad_token_id=0)

@@ -40,7 +40,7 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
                             recorder: Recorder = NO_TRACE) -> np.ndarray | GenerateBeamDecoderOnlyOutput:
     """Constrained beam search over ``input_ids`` int64 (B*K, T); see the module docstring.
 
-    >>> from refdecode.testing import TableModel
+    >>> from refdecode.model.stand_ins import TableModel
     >>> from refdecode.decoding.beam.constraints import PhrasalConstraint
     >>> p = np.array([[.1, .5, .3, .1], [.1, .1, .7, .1], [.5, .1, .3, .1], [.4, .2, .2, .2]], dtype=np.float32)
     >>> model = TableModel(np.log(p))

@@ -33,7 +33,7 @@ import numpy as np
 import refdecode as rd
 from refdecode.decoding.assisted_decoding import count_matches, speculative_sampling
 from refdecode.decoding.candidate_generator import prompt_lookup
-from refdecode.testing import CountingModel
+from refdecode.model.stand_ins import CountingModel
 
 from .cases_decode import (CONFIG, GOLDEN, GPT2_MODEL, MIN_MARGIN, UniformStream, compare_decode_case, decode,
                            full_config, model_for, quiet_generate, row_gap)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...testing import StubConfig, StubOutput
+from ...model.stand_ins import StubConfig, StubOutput
 
 __all__ = ["ToyModel", "ToyCache", "toy_hash", "FNV_OFFSET", "FNV_PRIME"]
 

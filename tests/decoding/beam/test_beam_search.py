@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from refdecode.decoding.beam.beam_scorer import BeamHypotheses, BeamSearchScorer
 from refdecode.decoding.beam.beam_search import beam_sample, beam_search
 from refdecode.decoding.greedy import greedy_search
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 MODEL = TableModel(np.random.default_rng(1).standard_normal((9, 9)).astype(np.float32), noise=0.4)
 

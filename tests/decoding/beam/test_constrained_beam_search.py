@@ -24,7 +24,7 @@ from refdecode.decoding.beam.constraints import (
 from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
 from refdecode.dispatch import generation_mode
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 FILE = "decode_constrained.npz"
 

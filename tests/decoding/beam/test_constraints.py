@@ -48,7 +48,7 @@ def test_a_forced_word_outside_the_vocabulary_is_named_before_decoding():
     import numpy as np
 
     from refdecode import generate
-    from refdecode.testing import TableModel
+    from refdecode.model.stand_ins import TableModel
 
     model = TableModel(np.zeros((5, 5), dtype=np.float32), eos_token_id=0)
     for words in ([[7]], [[[1], [2, 9]]]):

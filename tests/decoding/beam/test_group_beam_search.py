@@ -10,7 +10,7 @@ from refdecode.decoding.beam.beam_scorer import BeamSearchScorer
 from refdecode.decoding.beam.beam_search import beam_search
 from refdecode.decoding.beam.group_beam_search import group_beam_search, group_rows
 from refdecode.processors.logits_process import HammingDiversityLogitsProcessor
-from refdecode.testing import TableModel
+from refdecode.model.stand_ins import TableModel
 
 MODEL = TableModel(np.random.default_rng(2).standard_normal((9, 9)).astype(np.float32), noise=0.4)
 

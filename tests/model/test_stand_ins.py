@@ -1,11 +1,11 @@
-"""refdecode.testing: the stand-in models tests and docs decode with behave like a model with a KV cache."""
+"""refdecode.model.stand_ins: the stand-in models tests and docs decode with behave like a model with a KV cache."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from refdecode import generate, softmax
-from refdecode.testing import TOY_NEXT, TOY_WORDS, CountingModel, TableModel, toy_tree_model
+from refdecode.model.stand_ins import TOY_NEXT, TOY_WORDS, CountingModel, TableModel, toy_tree_model
 
 
 def test_a_table_model_gives_the_row_of_the_last_token_as_logits():

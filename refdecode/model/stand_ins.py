@@ -1,6 +1,6 @@
 r"""Stand-in models for doctests, unit tests and tutorials: the model interface without a network.
 
-Contract: the same calling convention as :class:`refdecode.model.gpt2.GPT2` (``model(input_ids,
+Contract: the same calling convention as :class:`refdecode.model.modeling.GPT2` (``model(input_ids,
 attention_mask=, position_ids=, past_key_values=, logits_to_keep=)`` -> ``.logits``,
 ``.past_key_values``; ``model.new_cache``; ``model.config.vocab_size / n_positions /
 eos_token_id``), with logits you can write down by hand. The "cache" only remembers the tokens
