@@ -21,36 +21,39 @@ ValueError: `num_return_sequences` (5) has to be smaller or equal to `num_beams`
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .validation import (
-    ArgumentTypeError,
-    bad_words_bias,
-    check_boolean,
-    check_choice,
-    check_float,
-    check_integer,
-    check_probability,
-    check_sequence_bias,
-    check_token_ids,
-    check_token_list,
-    describe,
-    read_json_file,
-    warn,
-)
+from .generation_rules import check_fields, check_processor_fields, generation_warnings
+from .validation import read_json_file, warn
 
-__all__ = ["GenerationConfig", "model_generation_config", "generation_warnings"]
+__all__ = ["GenerationConfig", "model_generation_config", "GENERATE_ONLY", "METADATA_FIELDS"]
+
+#: ``generate()`` arguments that a config must not hold (4.38.2's ``validate``, step 5: a ValueError)
+GENERATE_ONLY = ("logits_processor", "stopping_criteria", "prefix_allowed_tokens_fn", "synced_gpus",
+                 "assistant_model", "streamer", "negative_prompt_ids", "negative_prompt_attention_mask")
+#: what equality and ``to_json_string(ignore_metadata=True)`` leave out
+METADATA_FIELDS = ("_from_model_config", "_commit_hash", "_original_object_hash", "transformers_version")
+CONFIG_NAME = "generation_config.json"
+TRANSFORMERS_VERSION = "4.38.2"  # written as ``transformers_version``: the release whose semantics refdecode keeps
 
 
-@dataclass
+@dataclass(init=False, eq=False)
 class GenerationConfig:
     """Generation parameters; field names, defaults and meaning as transformers 4.38.2.
 
     Length: ``max_length`` counts the prompt, ``max_new_tokens`` (if set) overrides it with
     prompt + max_new_tokens; ``min_length`` counts the prompt, ``min_new_tokens`` does not.
+
+    As transformers' class: a keyword that is not a field is kept as an attribute (a model-specific
+    parameter), except ``generate()``'s own arguments (:data:`GENERATE_ONLY`: a ValueError); equality compares
+    the JSON of all attributes without metadata; ``save_pretrained`` / ``from_pretrained`` read and write
+    ``generation_config.json`` (local folders only: nothing is downloaded).
     """
 
     # length
@@ -123,8 +126,26 @@ class GenerationConfig:
     # metadata
     transformers_version: str | None = None
 
-    def __post_init__(self) -> None:
+    def __init__(self, **kwargs: Any) -> None:
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        from_model_config = kwargs.pop("_from_model_config", False)  # then keywords that are not fields are dropped
+        for key, value in kwargs.items():
+            if key in _FIELD_NAMES or not from_model_config:
+                setattr(self, key, value)
         self.validate()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GenerationConfig):
+            return False
+        return self.to_json_string(use_diff=False, ignore_metadata=True) == \
+            other.to_json_string(use_diff=False, ignore_metadata=True)
+
+    def __hash__(self) -> int:
+        return hash(self.to_json_string(ignore_metadata=True))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__} {self.to_json_string(ignore_metadata=True)}"
 
     # ---- validation
 
@@ -135,12 +156,12 @@ class GenerationConfig:
         "never"}; max_new_tokens > 0; group beam search needs do_sample=False, num_beams divisible
         by num_beam_groups and diversity_penalty > 0; num_return_sequences is 1 for greedy and
         <= num_beams for beam methods. refdecode first checks every field's type and range
-        (:data:`_FIELD_RULES`), where transformers lets a wrong value through to a later crash or to
+        (:data:`refdecode.generation_rules.FIELD_RULES`), where transformers lets a wrong value through to a later crash or to
         a silent other meaning (``early_stopping=1.0`` ran as ``"never"``, ``pad_token_id=7.9`` as 7),
         and stores the normalised value (``np.int64(5)`` -> ``5``, ``np.True_`` -> ``True``).
         """
-        _check_fields(self)  # refdecode: every field's type and range (refdecode/validation.py), normalised
-        _check_processor_fields(self)  # the ranges and shapes of the processor / warper fields (issue 13)
+        check_fields(self)  # refdecode: every field's type and range (refdecode/generation_rules.py), normalised
+        check_processor_fields(self)  # the ranges and shapes of the processor / warper fields (issue 13)
         if self.num_beams > 1 and (self.diversity_penalty != 0.0 or self.num_beam_groups != 1):
             prefix = ("`diversity_penalty` is not 0.0 or `num_beam_groups` is not 1, triggering group beam search. "
                       "In this generation mode, ")
@@ -171,246 +192,137 @@ class GenerationConfig:
             raise ValueError("The `generation_config` defines a `cache_implementation` that is not compatible with "
                              "this model (`cache_implementation`='static' needs a static-cache model; GPT-2 has "
                              "none in transformers 4.38.2). Leave it None.")
-        _warn(generation_warnings(self))  # where transformers 4.38.2 warns (a value that will be ignored)
+        for message in generation_warnings(self):  # where transformers 4.38.2 warns (a value that will be ignored)
+            warn(message)
+        for arg in GENERATE_ONLY:
+            if hasattr(self, arg):
+                raise ValueError(f"Argument `{arg}` is not a valid argument of `GenerationConfig`. It should be passed "
+                                 "to `generate()` (or a pipeline) directly.")
 
     def update(self, **kwargs: Any) -> dict[str, Any]:
-        """Set the fields named in ``kwargs``, re-validate, and return the kwargs that are not fields."""
-        names = {f.name for f in dataclasses.fields(self)}
-        for key, value in kwargs.items():
-            if key in names:
-                setattr(self, key, value)
+        """Set the attributes named in ``kwargs`` that exist (fields, and keywords kept at construction), re-validate,
+        and return the other kwargs (4.38.2: ``generate`` refuses them as unused model kwargs)."""
+        used = {key: value for key, value in kwargs.items() if hasattr(self, key)}
+        for key, value in used.items():
+            setattr(self, key, value)
         self.validate()
-        return {k: v for k, v in kwargs.items() if k not in names}
+        return {k: v for k, v in kwargs.items() if k not in used}
 
     # ---- construction
 
     @classmethod
-    def from_dict(cls, config_dict: dict[str, Any]) -> GenerationConfig:
-        """Build from a dict, keeping only GenerationConfig fields (a model config has many others)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in config_dict.items() if k in names})
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
+        """``cls(**config_dict, **kwargs)``; with ``return_unused_kwargs=True``, also the kwargs that set nothing."""
+        return_unused = kwargs.pop("return_unused_kwargs", False)
+        config = cls(**{**config_dict, **kwargs})
+        unused = config.update(**kwargs)
+        return (config, unused) if return_unused else config
 
     @classmethod
-    def from_json_file(cls, path: str | Path) -> GenerationConfig:
-        """Read a transformers ``generation_config.json`` (unknown keys such as ``_from_model_config`` ignored).
+    def from_json_file(cls, path: str | Path, **kwargs: Any) -> Any:
+        """Read a ``generation_config.json`` (its ``_from_model_config`` is transformers' metadata, dropped).
 
         Regular files only (a FIFO is refused, not waited on); a file that is not UTF-8 JSON holding an
         object, or holds a bad value, raises an error naming the file (:func:`~refdecode.validation.read_json_file`).
         """
         values = read_json_file(path, "generation config")
+        values.pop("_from_model_config", None)
         try:
-            return cls.from_dict(values)
+            return cls.from_dict(values, **kwargs)
         except ValueError as e:  # ArgumentTypeError included
             raise type(e)(f"{path}: {e}") from None
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path) -> GenerationConfig:
-        """``<model_dir>/generation_config.json``."""
-        return cls.from_json_file(Path(model_dir) / "generation_config.json")
+    def from_pretrained(cls, pretrained_model_name: str | Path, config_file_name: str | None = None,
+                        **kwargs: Any) -> Any:
+        """``<folder>/generation_config.json`` (or ``config_file_name``), ``kwargs`` overriding its values.
+
+        A local folder only. ``config_name=`` is taken as ``config_file_name`` (transformers' tests pass it,
+        which 4.38.2 ignores: it loads generation_config.json and keeps ``config_name`` as an attribute).
+        """
+        name = config_file_name or kwargs.pop("config_name", None) or CONFIG_NAME
+        return cls.from_json_file(Path(pretrained_model_name) / name, **kwargs)
 
     @classmethod
     def from_model_config(cls, model_config: Any) -> GenerationConfig:
-        """The generation fields a model config carries (GPT-2: ``bos_token_id``, ``eos_token_id``), as transformers.
+        """The generation fields a model config carries (GPT-2: ``bos_token_id``, ``eos_token_id``), as transformers:
+        the model config's other keys are dropped.
 
         Accepts a dataclass, an object with a ``to_dict``/``__dict__``, or a plain dict.
         """
         if isinstance(model_config, dict):
-            values = model_config
+            values = dict(model_config)
         elif dataclasses.is_dataclass(model_config):
             values = dataclasses.asdict(model_config)
         elif hasattr(model_config, "to_dict"):
             values = model_config.to_dict()
         else:
-            values = vars(model_config)
-        return cls.from_dict(values)
+            values = dict(vars(model_config))
+        values.pop("_from_model_config", None)
+        return cls(**values, _from_model_config=True)
+
+    # ---- serialisation
 
     def to_dict(self) -> dict[str, Any]:
-        """All fields as a plain dict."""
-        return dataclasses.asdict(self)
+        """Every attribute (fields and kept keywords) as a plain dict, ``transformers_version`` the pinned one."""
+        out = copy.deepcopy({k: v for k, v in vars(self).items() if k not in ("_commit_hash", "_original_object_hash")})
+        out["transformers_version"] = TRANSFORMERS_VERSION
+        return out
+
+    def to_diff_dict(self) -> dict[str, Any]:
+        """The attributes that differ from ``GenerationConfig()``'s (and ``transformers_version``)."""
+        default = GenerationConfig().to_dict()
+        return {k: v for k, v in self.to_dict().items()
+                if k not in default or k == "transformers_version" or v != default[k]}
+
+    def to_json_string(self, use_diff: bool = True, ignore_metadata: bool = False) -> str:
+        """JSON of :meth:`to_diff_dict` (``use_diff``) or :meth:`to_dict`, keys sorted, 2-space indent."""
+        values = self.to_diff_dict() if use_diff else self.to_dict()
+        if ignore_metadata:
+            values = {k: v for k, v in values.items() if k not in METADATA_FIELDS}
+        return json.dumps(_string_keys(values), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, json_file_path: str | Path, use_diff: bool = True) -> None:
+        Path(json_file_path).write_text(self.to_json_string(use_diff=use_diff), encoding="utf-8")
+
+    def save_pretrained(self, save_directory: str | Path, config_file_name: str | None = None,
+                        push_to_hub: bool = False, **kwargs: Any) -> None:
+        """Write ``<save_directory>/generation_config.json`` (the diff from the defaults), as 4.38.2.
+
+        A config that ``validate`` warns about or rejects is not saved (a ValueError saying "Fix these issues
+        to save the configuration."). ``push_to_hub`` is refused (refdecode never uses the network);
+        ``config_name=`` is taken as ``config_file_name`` (see :meth:`from_pretrained`).
+        """
+        if push_to_hub:
+            raise ValueError("`push_to_hub=True`: refdecode does not use the network; save locally, then upload")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self.validate()
+            if caught:
+                raise ValueError(str([str(w.message) for w in caught]))
+        except ValueError as e:
+            raise ValueError("The generation config instance is invalid -- `.validate()` throws warnings and/or "
+                             "exceptions. Fix these issues to save the configuration.\n\nThrown during validation:\n"
+                             + str(e)) from None
+        folder = Path(save_directory)
+        if folder.is_file():
+            raise ValueError(f"`save_directory` ({folder}) has to be a directory, not a file")
+        folder.mkdir(parents=True, exist_ok=True)
+        self.to_json_file(folder / (config_file_name or kwargs.get("config_name") or CONFIG_NAME))
 
 
-# ---- per-field rules (refdecode): type and range of every field, before transformers' relational checks
+#: the names of GenerationConfig's fields (the other attributes are keywords it keeps)
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(GenerationConfig))
 
 
-def _integer(minimum: int | None = None, allow_none: bool = False) -> Any:
-    return lambda name, v: check_integer(name, v, minimum=minimum, allow_none=allow_none)
-
-
-def _number(minimum: float | None = None, min_open: bool = False, allow_none: bool = False) -> Any:
-    return lambda name, v: check_float(name, v, minimum=minimum, min_open=min_open, allow_none=allow_none)
-
-
-def _boolean(allow_none: bool = False) -> Any:
-    return lambda name, v: check_boolean(name, v, allow_none=allow_none)
-
-
-def _off_if_not_positive(name: str, v: Any) -> int | None:
-    """An n-gram size: transformers builds no processor for a value <= 0, so a negative one is "off"; said so."""
-    v = check_integer(name, v, allow_none=True)
-    if v is not None and v < 0:
-        warn(f"`{name}` is {v}; a negative size switches the n-gram ban off, as 0 does "
-                      "(transformers 4.38.2 does the same, silently)")
-    return v
-
-
-def _max_time(name: str, v: Any) -> float | None:
-    """Seconds, or None; a negative budget is spent at once: generation stops after the first token."""
-    v = check_float(name, v, allow_none=True, allow_inf=True)
-    if v is not None and v < 0:
-        warn(f"`max_time` is {v} s; a negative time limit stops generation after the first token "
-                      "(as in transformers 4.38.2)")
-    return v
-
-
-def _type_only(kind: type | tuple[type, ...], allowed: str) -> Any:
-    def check(name: str, v: Any) -> Any:
-        if v is not None and not isinstance(v, kind):
-            raise ArgumentTypeError(f"`{name}` must be {allowed} or None, got {describe(v)}")
-        return v
-    return check
-
-
-#: field -> check(name, value) -> normalised value; raises ArgumentTypeError (a TypeError and a ValueError)
-#: or ValueError naming the field, the allowed values and the value received.
-_FIELD_RULES: dict[str, Any] = {
-    "max_length": _integer(minimum=1),
-    "max_new_tokens": _integer(minimum=1, allow_none=True),
-    "min_length": _integer(minimum=0),
-    "min_new_tokens": _integer(minimum=0, allow_none=True),
-    "early_stopping": lambda name, v: check_choice(name, v, (True, False, "never")),
-    "max_time": _max_time,
-    "do_sample": _boolean(),
-    "num_beams": _integer(minimum=1),
-    "num_beam_groups": _integer(minimum=1),
-    "penalty_alpha": _number(allow_none=True),
-    "use_cache": _boolean(),
-    "temperature": _number(allow_none=True),  # > 0 is checked by the warper, when sampling uses it
-    "top_k": _integer(minimum=0, allow_none=True),
-    "top_p": lambda name, v: check_probability(name, v, allow_none=True),
-    "typical_p": _number(allow_none=True),
-    "epsilon_cutoff": _number(allow_none=True),
-    "eta_cutoff": _number(allow_none=True),
-    "diversity_penalty": _number(minimum=0.0),
-    "repetition_penalty": _number(minimum=0.0, min_open=True, allow_none=True),
-    "encoder_repetition_penalty": _number(allow_none=True),
-    "length_penalty": _number(),  # the bound that keeps length ** length_penalty finite: generate()
-    "no_repeat_ngram_size": _off_if_not_positive,
-    "renormalize_logits": _boolean(),
-    "forced_bos_token_id": lambda name, v: check_token_ids(name, v, allow_list=False),
-    "forced_eos_token_id": lambda name, v: check_token_ids(name, v),
-    "remove_invalid_values": _boolean(),
-    "guidance_scale": _number(allow_none=True),
-    "low_memory": _boolean(allow_none=True),
-    "stop_strings": _type_only((str, list), "a string or a list of strings"),
-    "num_return_sequences": _integer(minimum=1),
-    "output_attentions": _boolean(),
-    "output_hidden_states": _boolean(),
-    "output_scores": _boolean(),
-    "output_logits": _boolean(allow_none=True),
-    "return_dict_in_generate": _boolean(),
-    "pad_token_id": lambda name, v: check_token_ids(name, v, allow_list=False, no_token=True),
-    "bos_token_id": lambda name, v: check_token_ids(name, v, allow_list=False),
-    "eos_token_id": lambda name, v: check_token_ids(name, v, no_token=True),
-    "encoder_no_repeat_ngram_size": _off_if_not_positive,
-    "decoder_start_token_id": lambda name, v: check_token_ids(name, v),
-    "num_assistant_tokens": _integer(minimum=1),
-    "num_assistant_tokens_schedule": lambda name, v: check_choice(name, v, ("heuristic", "heuristic_transient",
-                                                                            "constant")),
-    "cache_implementation": _type_only(str, "a string"),
-    "prompt_lookup_num_tokens": _integer(minimum=1, allow_none=True),
-    "max_matching_ngram_size": _integer(minimum=1, allow_none=True),
-    "generation_kwargs": _type_only(dict, "a dict"),
-    "constraints": _type_only((list, tuple), "a list of Constraint objects"),
-    "force_words_ids": _type_only(list, "a list of token-id lists"),
-    "transformers_version": _type_only(str, "a string"),
-    "semantics": lambda name, v: check_choice(name, v, SEMANTICS),
-}
-
-
-SEMANTICS = ("4.38", "5")  # GenerationConfig.semantics: transformers 4.38.2 (default) or 5.x
-
-
-def _check_fields(config: GenerationConfig) -> None:
-    """Check every field with its rule and store the normalised value (Python int/float/bool)."""
-    for name, rule in _FIELD_RULES.items():
-        value = getattr(config, name)
-        checked = rule(name, value)
-        if checked is not value:
-            object.__setattr__(config, name, checked)
-
-
-def _check_processor_fields(c: GenerationConfig) -> None:
-    """Range and shape of the processor / warper fields, after ``_check_fields`` checked their types.
-
-    transformers 4.38.2 checks most of these only when it builds the processor (and ignores
-    ``epsilon_cutoff`` / ``eta_cutoff`` outside (0, 1)); refdecode checks them here, whatever the mode.
-    """
-    def real(name: str, ok, allowed: str) -> None:
-        v = getattr(c, name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(v)):
-            raise ValueError(f"`{name}` has to be {allowed}, but is {v!r}")
-
-    real("typical_p", lambda v: 0.0 < v <= 1.0, "a float in (0, 1] (1.0 = off)")
-    real("epsilon_cutoff", lambda v: 0.0 <= v < 1.0, "a float in [0, 1) (0.0 = off)")
-    real("eta_cutoff", lambda v: 0.0 <= v < 1.0, "a float in [0, 1) (0.0 = off)")
-    real("min_p", lambda v: 0.0 <= v <= 1.0, "a float in [0, 1] (None = off)")
-    real("encoder_repetition_penalty", lambda v: v > 0, "a float > 0 (1.0 = off)")
-    real("guidance_scale", lambda v: abs(v) < float("inf"), "a finite float (None or 1 = off)")
-    if isinstance(c.forced_eos_token_id, list) and not c.forced_eos_token_id:
-        raise ValueError("`forced_eos_token_id` has to be a token id or a non-empty list of them, but is []")
-    for name in ("suppress_tokens", "begin_suppress_tokens"):
-        if getattr(c, name) is not None:
-            check_token_list(name, getattr(c, name))
-    if c.bad_words_ids is not None:
-        bad_words_bias(c.bad_words_ids, None)
-    if c.sequence_bias is not None:
-        check_sequence_bias(c.sequence_bias)
-    pair = c.exponential_decay_length_penalty
-    if pair is not None and (not isinstance(pair, (tuple, list)) or len(pair) != 2 or isinstance(pair[0], bool)
-                             or not isinstance(pair[0], int) or pair[0] < 0 or isinstance(pair[1], bool)
-                             or not isinstance(pair[1], (int, float)) or not pair[1] > 0):
-        raise ValueError(f"`exponential_decay_length_penalty` has to be a pair (start_index: int >= 0, "
-                         f"decay_factor: float > 0), but is {pair!r}")
-
-
-# ---- warnings: the conditions of transformers 4.38.2 (GenerationConfig.validate, generate's length checks)
-
-
-def generation_warnings(config: GenerationConfig) -> list[str]:
-    """Messages for fields that will be **ignored** in the mode ``config`` selects, as 4.38.2's ``validate`` warns.
-
-    Sampling-only fields without ``do_sample`` (temperature, top_p, typical_p, top_k other than 50,
-    epsilon/eta cutoff), beam-only fields with one beam (early_stopping, num_beam_groups,
-    diversity_penalty, length_penalty, constraints). Same conditions and wording as transformers.
-
-    >>> generation_warnings(GenerationConfig(max_new_tokens=5))
-    []
-    >>> config = GenerationConfig(max_new_tokens=5, early_stopping=True)   # (this warns too)
-    >>> [message.split(" -- ")[0] for message in generation_warnings(config)]
-    ['`num_beams` is set to 1. However, `early_stopping` is set to `True`']
-    """
-    messages = []
-    if config.do_sample is False:
-        sampling_only = [("temperature", config.temperature, 1.0), ("top_p", config.top_p, 1.0),
-                         ("typical_p", config.typical_p, 1.0),
-                         ("top_k", config.top_k if config.penalty_alpha is None else None, 50),  # contrastive uses it
-                         ("epsilon_cutoff", config.epsilon_cutoff, 0.0), ("eta_cutoff", config.eta_cutoff, 0.0)]
-        messages += [f"`do_sample` is set to `False`. However, `{name}` is set to `{value}` -- this flag is only used "
-                     f"in sample-based generation modes. You should set `do_sample=True` or unset `{name}`."
-                     for name, value, off in sampling_only if value is not None and value != off]
-    if config.num_beams == 1:
-        beam_only = [("early_stopping", config.early_stopping, False), ("num_beam_groups", config.num_beam_groups, 1),
-                     ("diversity_penalty", config.diversity_penalty, 0.0),
-                     ("length_penalty", config.length_penalty, 1.0), ("constraints", config.constraints, None)]
-        messages += [f"`num_beams` is set to 1. However, `{name}` is set to `{value}` -- this flag is only used in "
-                     f"beam-based generation modes. You should set `num_beams>1` or unset `{name}`."
-                     for name, value, off in beam_only if value is not None and value is not off and value != off]
-    return messages
-
-
-def _warn(messages: list[str]) -> None:
-    for message in messages:
-        warn(message)
+def _string_keys(obj: Any) -> Any:
+    """Dict keys as strings, nested (``sequence_bias`` has tuple keys), as 4.38.2's ``convert_keys_to_string``."""
+    if isinstance(obj, dict):
+        return {str(k): _string_keys(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_string_keys(v) for v in obj]
+    return obj
 
 
 def model_generation_config(model: Any) -> GenerationConfig:
