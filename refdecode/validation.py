@@ -246,7 +246,7 @@ def check_token_ids(name: str, value: Any, *, allow_list: bool = True, allow_non
     allowed = f"a token id (an integer >= 0{top})" + (" or a non-empty list of them" if allow_list else "") + \
         (" or None" if allow_none else "")
     if no_token:
-        allowed = allowed.replace("an integer >= 0", "an integer; negative: no token") + ", or []"
+        allowed = allowed.replace("an integer >= 0", "an integer; negative: no token") + (", or []" if allow_list else "")
     items = list(value) if allow_list and isinstance(value, (list, tuple)) else [value]
     if (not items and not no_token) or not all(is_integer(i) for i in items):
         raise ArgumentTypeError(f"`{name}` must be {allowed}, got {describe(value)}")

@@ -138,16 +138,23 @@ def compare(case_type: CaseType, case: dict, output: Any) -> tuple[str, str]:
     row = diff.index[0] if diff.index else None
     if isinstance(margins, list) and row is not None and row < len(margins) and is_near_tie(margins[row]):
         return "near-tie", f"{diff.message}; refdecode's margin for this row is {margins[row]:.2e} (near-tie)"
+    if case_type.tie_rule and row is not None and _on_a_boundary(case, row):
+        return "fail", (f"{diff.message}; refdecode's margin for this row is exactly 0: a value sits on the boundary "
+                        f"(for top-p, a cumulative probability equals 1 - top_p in float32), and the rule is: "
+                        f"{case_type.tie_rule}")
     if case_type.tie_rule and row is not None and _row_has_tie(case, row):
         return "fail", f"{diff.message}; this row holds a tie, and the rule is: {case_type.tie_rule}"
     return "fail", diff.message
 
 
-def _row_has_tie(case: dict, row: int) -> bool:
-    """Does row ``row`` of the case's input ``scores`` hold equal finite values (or an exact-boundary margin 0)?"""
+def _on_a_boundary(case: dict, row: int) -> bool:
+    """Is refdecode's margin for row ``row`` exactly 0 (a decision on its boundary, not a tie between scores)?"""
     margins = case.get("margins")
-    if isinstance(margins, list) and row < len(margins) and margins[row] == 0:
-        return True
+    return isinstance(margins, list) and row < len(margins) and margins[row] == 0
+
+
+def _row_has_tie(case: dict, row: int) -> bool:
+    """Does row ``row`` of the case's input ``scores`` hold equal finite values?"""
     scores = case["input"].get("scores")
     if scores is None:
         return False

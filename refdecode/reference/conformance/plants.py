@@ -21,8 +21,8 @@ lookup_last_match          prompt lookup drafts from the most recent earlier occ
                            n-gram, not the first
 residual_from_p            speculative sampling draws the token after a rejected draft from the
                            model's p, not from the residual max(p - q, 0)
-top_p_float64              top-p keeps its cumulative sums in float64 and compares them with
-                           1 - top_p in float64 (torch rounds each prefix to float32)
+top_p_float64              top-p in float64: softmax, cumulative sums and 1 - top_p, never
+                           rounded to float32 (torch rounds each prefix to float32)
 finalize_order             finalize breaks equal hypothesis scores the other way: the earlier
                            inserted wins (transformers' stable sort + pop: the later one)
 =========================  ====================================================================
@@ -120,8 +120,8 @@ def _residual_from_p(original: Callable) -> Callable:
 
 def _top_p_float64(self, input_ids, scores, **kwargs):
     order = np.argsort(scores, axis=-1, kind="stable")                           # (B, V) ascending
-    probs = rd.softmax(np.take_along_axis(scores, order, axis=-1)).astype(np.float64)
-    remove_sorted = np.cumsum(probs, axis=-1) <= 1.0 - self.top_p                # BUG: float64, never rounded
+    probs = rd.softmax(np.take_along_axis(scores, order, axis=-1).astype(np.float64))  # BUG: all in float64,
+    remove_sorted = np.cumsum(probs, axis=-1) <= 1.0 - self.top_p                # never rounded to float32
     remove_sorted[:, -self.min_tokens_to_keep:] = False
     remove = np.empty_like(remove_sorted)
     np.put_along_axis(remove, order, remove_sorted, axis=-1)
@@ -191,7 +191,7 @@ PLANTS: dict[str, tuple[str, Callable[[], None]]] = {
                                   for cls in (rd.KVCache, ToyCache)]),
     "lookup_last_match": ("prompt lookup drafts after the most recent earlier occurrence, not the first",
                           lambda: _replace_everywhere(("prompt_lookup",), _lookup_last_match)),
-    "top_p_float64": ("top-p accumulates and compares in float64, not float32-rounded prefixes",
+    "top_p_float64": ("top-p computed in float64 (softmax, sums, threshold), not torch's float32-rounded prefixes",
                       lambda: _patch_method(rd.TopPLogitsWarper, "__call__", lambda _: _top_p_float64)),
     "finalize_order": ("finalize: among equal hypothesis scores the earlier inserted wins",
                        _finalize_order),

@@ -127,12 +127,16 @@ def _outputs_under(plant: str, name: str) -> tuple[list, list]:
     return cases, [not all(np.array_equal(e[k], g[k]) for k in e) for e, g in zip(expected, got)]
 
 
-def test_top_p_float64_fails_exactly_the_float32_boundary_cases():
-    """Issue 22: a port accumulating top-p's cumulative sum in float64 failed 3 cases, with a message about the tie
-    rule; the float32-boundary cases are where it matters (and the only top_p cases it fails)."""
-    cases, differs = _outputs_under("top_p_float64", "top_p")
-    boundary = [c.note.startswith("float32 boundary") for c in cases]
-    assert sum(boundary) == 12 and differs == boundary
+def test_top_p_in_float64_fails_the_exact_boundary_cases_with_a_message_about_float32(unit_suite):
+    """Issue 22 item 13: a port computing top-p in float64 failed 3 cases with a message about a *tie*; they are exact
+    float32 boundaries (torch rounds each cumulative sum to float32), and the message now says so."""
+    out = io.StringIO()
+    status = check(unit_suite, f'"{sys.executable}" -m refdecode.cli conformance serve --plant top_p_float64',
+                   only="top_p", out=out)
+    fails = [line for line in out.getvalue().splitlines() if line.startswith("FAIL ")]
+    assert status == 1 and len(fails) == 3
+    assert all("mass of the more probable tokens equals top_p exactly" in f and "margin for this row is exactly 0"
+               in f and "rounded to float32" in f and "holds a tie" not in f for f in fails)
 
 
 def test_finalize_order_fails_every_tie_case_and_no_random_beam_search():
