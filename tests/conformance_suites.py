@@ -40,7 +40,14 @@ def ask(type_name: str, inp: dict) -> dict:
 SERVE = f'"{sys.executable}" -m refdecode.cli conformance serve'
 
 
-def run_check(root, command: str = SERVE, only: str | None = None) -> tuple[int, list[str]]:
+def run_check(root, command: str = SERVE, only: str | None = None, **options) -> tuple[int, list[str]]:
     out = io.StringIO()
-    status = check(root, command, only=only, out=out)
+    status = check(root, command, only=only, out=out, **options)
     return status, out.getvalue().splitlines()
+
+
+def python_implementation(tmp_path, body: str) -> str:
+    """A shell command running ``body`` (a Python program answering on stdin/stdout) from a file in tmp_path."""
+    path = tmp_path / "impl.py"
+    path.write_text("import json, sys, time\n" + body)
+    return f'"{sys.executable}" "{path}"'

@@ -51,8 +51,9 @@ def _as_trace(other: Any, expected: dict) -> dict:
                          f"expected trace's mode is {expected.get('mode')!r}: pass the other engine's trace")
     prompt_len = expected.get("prompt_len", 0)
     prompts = [row for row in expected.get("prompt", [])]
-    rows = [list(r)[prompt_len:] if prompts and list(r)[:prompt_len] == prompts[i % len(prompts)] else list(r)
-            for i, r in enumerate(other)]
+    per_prompt = max(1, len(other) // len(prompts)) if prompts else 1  # num_return_sequences rows per prompt
+    rows = [list(r)[prompt_len:] if prompts and list(r)[:prompt_len] == prompts[min(i // per_prompt, len(prompts) - 1)]
+            else list(r) for i, r in enumerate(other)]
     n = max((len(r) for r in rows), default=0)
     steps = [{"step": k, "selected": [{"tokens": [r[k] if k < len(r) else None for r in rows]}]} for k in range(n)]
     return {"format": "refdecode-trace", "version": 1, "steps": steps, "tokens_only": True}
@@ -72,14 +73,19 @@ def _with_cache_hint(found: Divergence, previous: dict | None) -> Divergence:
     return found
 
 
-def first_divergence(expected: dict, other: Any, rtol: float = RTOL) -> Divergence | None:
-    """The first divergence of ``other`` (a trace dict, or token-id rows) from refdecode's trace ``expected``."""
+def first_divergence(expected: dict, other: Any, rtol: float = RTOL, same_draws: bool = False) -> Divergence | None:
+    """The first divergence of ``other`` (a trace dict, or token-id rows) from refdecode's trace ``expected``.
+
+    ``same_draws``: both sides sampled with the same uniforms (those ``expected`` records per step, as a
+    conformance case's trace does), so a different sampled token is algorithmic, and the verdict names the filter
+    stage that explains it when it can.
+    """
     other = _as_trace(other, expected)
     settings, mode, vocab = expected.get("settings", {}), expected.get("mode", ""), expected.get("vocab_size", 0)
     previous = None
     for se, so in zip(expected["steps"], other["steps"]):
         found = (diff_stages(se, so, settings, vocab, rtol) or diff_candidates(se, so, rtol)
-                 or diff_selected(se, so, mode, vocab, rtol) or diff_hypotheses(se, so, settings, rtol)
+                 or diff_selected(se, so, mode, vocab, rtol, same_draws) or diff_hypotheses(se, so, settings, rtol)
                  or diff_done(se, so, rtol))
         if found:
             return _with_cache_hint(found, previous)
@@ -131,11 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("other", type=Path, help="the other engine's trace (JSON) or token ids")
     ap.add_argument("--rtol", type=float, default=RTOL, help="relative tolerance on scores (default %(default)s)")
     ap.add_argument("--json", action="store_true", help="print the divergence as JSON")
+    ap.add_argument("--same-draws", action="store_true",
+                    help="both engines sampled with the same uniforms (EXPECTED records them per step, as `refdecode "
+                         "conformance trace` writes it): a different sampled token is then algorithmic, not a "
+                         "different random stream")
     args = ap.parse_args(argv)
     if not args.rtol > 0:
         raise SystemExit(f"refdecode diff: --rtol has to be > 0, but is {args.rtol}")
     expected = load_trace(args.expected)
-    found = first_divergence(expected, load_other(args.other), rtol=args.rtol)
+    found = first_divergence(expected, load_other(args.other), rtol=args.rtol, same_draws=args.same_draws)
     if found is None:
         print(json.dumps(None) if args.json else f"no divergence in {len(expected['steps'])} steps")
         return 0

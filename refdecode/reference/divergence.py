@@ -335,14 +335,17 @@ def _filtering_stage(step: dict, row: int, token: int, vocab: int) -> str | None
 
 
 def _token_verdict(step: dict, mode: str, row: int, e_tok: int, o_tok: int, vocab: int,
-                   rtol: float) -> tuple[str, str, str]:
+                   rtol: float, same_draws: bool = False) -> tuple[str, str, str]:
     """(stage, verdict, detail) for a row where the other engine appended another token than refdecode."""
     filtered = _filtering_stage(step, row, o_tok, vocab)
     if filtered:
         return filtered, "algorithmic", f"refdecode's {filtered} filtered token {o_tok} out (-inf): it cannot be chosen"
     stage = "selection/sample" if mode in ("sample", "beam_sample") else "selection/greedy_search"
+    if stage == "selection/sample" and same_draws and step.get("uniforms") and row < len(step["uniforms"]):
+        return _same_draw_verdict(step, row, e_tok, o_tok, step["uniforms"][row])
     if stage == "selection/sample":
-        return stage, "random draw", f"token {o_tok} is allowed by refdecode too: the random streams differ"
+        return stage, "random draw", f"token {o_tok} is allowed by refdecode too: the random streams differ " \
+                                     "(if both drew the same uniforms, say so: refdecode diff --same-draws)"
     summary = _final_stage(step, row)
     if summary is None:
         return stage, "algorithmic", "no scores recorded"
@@ -357,13 +360,57 @@ def _token_verdict(step: dict, mode: str, row: int, e_tok: int, o_tok: int, voca
                            f"{e_val - o_val:.3g}, tolerance {tol:.1e}"
 
 
+def _inverse_cdf(values: list[float], u: float) -> int:
+    """The token the uniform ``u`` draws from softmax(values): refdecode's multinomial on one row (float32
+    probabilities, a float64 cumulative sum, the first index whose sum exceeds u * total)."""
+    import numpy as np
+
+    from ..numerics import softmax
+
+    probs = softmax(np.asarray(values, dtype=np.float32)[None])[0].astype(np.float64)
+    cdf = np.cumsum(probs)
+    return min(int(np.count_nonzero(cdf <= u * cdf[-1])), int(np.flatnonzero(probs)[-1]))
+
+
+def _same_draw_verdict(step: dict, row: int, e_tok: int, o_tok: int, u: float) -> tuple[str, str, str]:
+    """Both engines drew with the uniform ``u``, so a different token means a different distribution: name the
+    filter stage when dropping refdecode's least probable kept token, or keeping its most probable filtered one,
+    makes ``u`` draw the other token (a top-p boundary, a top-k tie), else say the probabilities differ."""
+    stages = [s for s in step["stages"] if row in s["rows"]]
+    rows = [s["values"][s["rows"].index(row)] for s in stages]
+    if not rows or "values" not in rows[-1]:
+        return "selection/sample", "algorithmic", f"the same uniform {u:.6g} draws token {e_tok} here: token " \
+                                                  f"{o_tok} means the probabilities differ"
+    final = [decode_float(v) for v in rows[-1]["values"]]
+    last = stages[-1]["name"]
+    kept = [t for t, v in enumerate(final) if math.isfinite(v)]
+    fewer = list(final)
+    fewer[min(kept, key=lambda t: (final[t], -t))] = -math.inf           # the least probable kept token dropped
+    variants = [("keeps one token too few: the least probable token refdecode keeps", fewer)]
+    before = [decode_float(v) for v in rows[-2]["values"]] if len(rows) > 1 and "values" in rows[-2] else None
+    if before is not None:
+        dropped = [t for t, v in enumerate(final) if not math.isfinite(v) and math.isfinite(before[t])]
+        if dropped:
+            more = list(final)
+            back = max(dropped, key=lambda t: (before[t], -t))
+            more[back] = before[back]
+            variants.append(("keeps one token too many: the most probable token refdecode filters", more))
+    for what, values in variants:
+        if len(kept) > 1 and _inverse_cdf(values, u) == o_tok:
+            return last, "algorithmic", f"same uniform {u:.6g}: refdecode draws token {e_tok}; the other engine's " \
+                                        f"token {o_tok} is what it draws when {last} {what}"
+    return "selection/sample", "algorithmic", f"same uniform {u:.6g}: refdecode draws token {e_tok} from its " \
+                                              f"distribution after {last}; token {o_tok} means the probabilities differ"
+
+
 def _running_before(step: dict, row: int) -> bool:
     """Was ``row`` still running when this greedy / sample step began? (beam traces: always)"""
     done = {d["row"]: d["reason"] for d in step.get("done", []) if "row" in d}
     return not done.get(row, "").startswith("finished at an earlier step")
 
 
-def diff_selected(se: dict, so: dict, mode: str, vocab: int, rtol: float) -> Divergence | None:
+def diff_selected(se: dict, so: dict, mode: str, vocab: int, rtol: float,
+                  same_draws: bool = False) -> Divergence | None:
     for e, o in zip(se["selected"], so.get("selected") or []):
         if "beam_idx" in e and "beam_idx" in o and e["beam_idx"] != o["beam_idx"]:
             r = next(i for i, (a, b) in enumerate(zip(e["beam_idx"], o["beam_idx"])) if a != b)
@@ -381,7 +428,7 @@ def diff_selected(se: dict, so: dict, mode: str, vocab: int, rtol: float) -> Div
                 if "beam_idx" in e:
                     return Divergence(se["step"], "selection/beam", row, f"token {a}", f"token {b}", "algorithmic",
                                       "same candidates, different running beams")
-                stage, verdict, detail = _token_verdict(se, mode, row, a, b, vocab, rtol)
+                stage, verdict, detail = _token_verdict(se, mode, row, a, b, vocab, rtol, same_draws)
                 return Divergence(se["step"], stage, row, f"token {a}", f"token {b}", verdict, detail)
         for a, b in zip(e.get("beam_scores", []), o.get("beam_scores", [])):
             if abs(a - b) > tolerance(a, rtol):

@@ -250,3 +250,27 @@ def test_an_engine_that_stops_a_finished_row_is_not_a_divergence_but_a_short_run
     assert (found.step, found.row, found.stage) == (1, 0, "stopping")
 
 
+
+
+def test_same_draws_turn_a_random_stream_verdict_into_the_filter_that_explains_it(tmp_path):
+    """Issue 22 item 12: on a sampling trace, a real top-p bug was reported as "random streams differ". A conformance
+    case's trace records the uniforms each step drew; with --same-draws, diff names the warper and the rule."""
+    from refdecode.reference.conformance.export import export
+    from refdecode.reference.conformance.plants import planted
+    from refdecode.reference.conformance.registry import REGISTRY
+    from refdecode.reference.conformance.suite import load_suite
+    from refdecode.reference.conformance.tracing import trace_case
+
+    export(tmp_path, types=["sample"], limit=3)
+    _, cases = load_suite(tmp_path)
+    case = cases[0]
+    trace = trace_case(case)
+    with planted("top_p_boundary"):
+        other = REGISTRY["sample"].run(REGISTRY["sample"].inputs.decode(case["input"]))["sequences"].tolist()
+    assert first_divergence(trace, other).verdict == "random draw"
+    found = first_divergence(trace, other, same_draws=True)
+    assert (found.stage, found.verdict) == ("TopPLogitsWarper", "algorithmic")
+    assert "keeps one token too few" in found.detail
+    (tmp_path / "t.json").write_text(json.dumps(trace))
+    (tmp_path / "o.json").write_text(json.dumps(other))
+    assert main([str(tmp_path / "t.json"), str(tmp_path / "o.json"), "--same-draws"]) == 1

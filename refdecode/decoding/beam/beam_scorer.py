@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ...validation import check_choice, check_float, check_integer, describe
+from ...validation import check_allocation, check_choice, check_float, check_integer, describe
 
 __all__ = ["BeamHypotheses", "BeamSearchScorer", "check_length_penalty"]
 
@@ -205,6 +205,8 @@ class BeamSearchScorer:
         if num_beam_hyps_to_keep > num_beams:
             raise ValueError(f"`num_beam_hyps_to_keep` has to be <= `num_beams` ({num_beams}), "
                              f"but is {num_beam_hyps_to_keep}")
+        check_allocation("BeamSearchScorer", 512 * batch_size * num_beam_groups,  # ~512 B per BeamHypotheses
+                         f"`batch_size`={batch_size} x `num_beam_groups`={num_beam_groups} pools of hypotheses")
         self.batch_size = batch_size
         self.num_beams = num_beams
         self.length_penalty = check_length_penalty(length_penalty, max_length)

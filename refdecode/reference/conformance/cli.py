@@ -1,12 +1,14 @@
-"""``refdecode conformance export|check|serve``: the command line of the conformance suite.
+"""``refdecode conformance export|check|serve|trace``: the command line of the conformance suite.
 
 Contract: parses the arguments after ``refdecode conformance`` and calls ``export.export``,
-``check.check`` or ``serve.serve``; returns the exit status. Registered in ``refdecode/cli.py``.
+``check.check``, ``serve.serve`` or ``tracing.trace_case``; returns the exit status (0 agree / done, 1 cases
+failed, 2 the input or the arguments are wrong: one line, no traceback). Registered in ``refdecode/cli.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -24,6 +26,11 @@ case by case: logits processors and warpers, BeamHypotheses, BeamSearchScorer, a
 
 `refdecode conformance serve` is refdecode's own answer to the protocol:
   refdecode conformance check suite/ --cmd "refdecode conformance serve"      (100% passed)
+`refdecode conformance trace suite/ CASE_ID -o trace.json` writes refdecode's step trace of a decode case,
+for `refdecode diff trace.json yours.json` (docs/traces.md).
+
+exit status (every subcommand): 0 agree / done, 1 cases failed, 2 the input or the arguments are wrong
+(one line on stderr, no traceback).
 """
 
 CHECK_EPILOG = """\
@@ -32,8 +39,16 @@ floats within 1e-4 x max(1, largest |value| of the row). A different choice (top
 a decoded token) where refdecode's own margin for it is at most 1e-4 is reported as NEAR-TIE and
 counts as passed (float drift, not a different algorithm).
 
-output: one line per failing case, "FAIL <id> (<what the case exercises>): <where and how>", one per
-near-tie, "NEAR-TIE <id> ...", then "N passed, M failed". Exit status 0 if none failed, 1 otherwise.
+output: one line per failing case, "FAIL <id> (<what the case exercises>): <where and how>" (for a
+decode, followed by the first step, row and stage where it departs from refdecode's trace, as `refdecode
+diff` reports it), one per near-tie, "NEAR-TIE <id> ...", then "N passed, M failed" (", U unsupported",
+", K not run" when there are any). An implementation answers {"id": ..., "unsupported": "why"} for a case it
+cannot express: counted apart, never as passed (listed with --list-unsupported).
+
+misbehaving implementations: a case without an answer within --timeout (or an exit, a closed stdout, a
+response over 256 MiB) fails, and the implementation is killed and started again for the next case, so a
+late answer never counts for another case; after 3 such cases in a row, check stops and the remaining cases
+are not run. Exit status 0 if none failed or was not run, 1 otherwise, 2 for a broken suite or argument.
 
 --only takes case types (top_p, beam_search, ...; all are listed in DIR/manifest.json) or groups:
 processors, warpers, processors_and_warpers, beam, beam_bookkeeping, decode, toy, gpt2, sampling.
@@ -43,7 +58,7 @@ processors, warpers, processors_and_warpers, beam, beam_bookkeeping, decode, toy
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="refdecode conformance", description=DESCRIPTION,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{export,check,serve}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{export,check,serve,trace}")
     ex = sub.add_parser("export", help="write the suite to DIR", description="Write the conformance suite to DIR "
                         "(manifest.json, cases/*.jsonl, arrays/*.npy, models/*): deterministic, byte-identical on "
                         "every run of the same refdecode version.")
@@ -58,20 +73,40 @@ def _parser() -> argparse.ArgumentParser:
     ch.add_argument("--cmd", required=True, metavar="COMMAND",
                     help='the implementation, a shell command, e.g. "node my_decoder.js" or "./build/decoder"')
     ch.add_argument("--only", metavar="TYPES", help="comma-separated case types or groups, e.g. top_p,beam")
-    ch.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                    help="longest wait for one response (default %(default)s)")
+    ch.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                    help="longest wait for one response, a finite number > 0 (default %(default)s)")
+    ch.add_argument("--list-unsupported", action="store_true",
+                    help="print a line for each case the implementation answered as unsupported")
     sv = sub.add_parser("serve", help="answer the protocol with refdecode itself (stdin -> stdout)",
                         description="Answer conformance requests with refdecode: one JSON request per line on stdin, "
                                     "one JSON response per line on stdout, until stdin ends.")
     sv.add_argument("--plant", action="append", default=[], metavar="BUG",
                     help="serve a deliberately broken refdecode (repeatable), to see `check` catch it; "
                          "`--plant list` lists the bugs")
+    tr = sub.add_parser("trace", help="write refdecode's step trace of one decode case of DIR",
+                        description="Run one decode case of the suite in DIR through refdecode with a step trace "
+                                    "(docs/traces.md) and write it: compare it with your implementation's trace, or "
+                                    "just its token ids, with `refdecode diff`.")
+    tr.add_argument("dir", metavar="DIR", help="a suite written by `refdecode conformance export`")
+    tr.add_argument("case_id", metavar="CASE_ID", help="the case's id, e.g. gpt2_greedy/0003")
+    tr.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the trace (JSON)")
     return ap
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: a finite number of seconds > 0 (inf, nan, 0 and negatives are refused before anything runs)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"has to be a number of seconds, but is {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"has to be a finite number of seconds > 0, but is {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    from . import check, export, plants, serve  # after parsing: --help stays instant
+    from . import check, export, plants, serve, suite, tracing  # after parsing: --help stays instant
 
     try:
         if args.command == "export":
@@ -83,7 +118,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"in {time.perf_counter() - start:.1f} s", file=sys.stderr)
             return 0
         if args.command == "check":
-            return check.check(args.dir, args.cmd, only=args.only, timeout=args.timeout)
+            return check.check(args.dir, args.cmd, only=args.only, timeout=args.timeout,
+                               list_unsupported=args.list_unsupported)
+        if args.command == "trace":
+            _, cases = suite.load_suite(args.dir)
+            from ..trace import save_trace
+
+            trace = tracing.trace_case(tracing.find_case(cases, args.case_id))
+            save_trace(trace, args.output)
+            print(f"wrote the trace of {args.case_id} ({len(trace['steps'])} steps) to {args.output}", file=sys.stderr)
+            return 0
         if "list" in args.plant:
             for name, (summary, _) in plants.PLANTS.items():
                 print(f"{name:24s} {summary}")
@@ -91,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.plant:
             plants.apply(name)
         return serve.serve()
-    except ValueError as err:
+    except (ValueError, OSError) as err:  # a broken suite, a missing file, a folder that cannot be written
         print(f"refdecode conformance {args.command}: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `... check ... | head`: the reader left; stop quietly, as the main command does

@@ -1,48 +1,123 @@
 r"""``refdecode conformance serve``: refdecode's own implementation of the conformance protocol.
 
-Contract: reads one JSON request per line on standard input, ``{"id", "type", "input"}``, and
-writes one JSON response per line on standard output, ``{"id", "output"}`` -- or ``{"id",
-"error"}`` when the request cannot be answered -- flushing after each line, until standard input
-ends. The answer is the case type's ``run``: the same function ``export`` used for the expected
-values, so ``check --cmd "refdecode conformance serve"`` passing 100% tests the harness, and
-``--plant NAME`` (see ``plants.py``) serves a deliberately broken refdecode to show that
-``check`` catches each classic porting bug.
+Contract: reads one JSON request per line on standard input, ``{"id", "type", "input"}``, and writes one
+JSON response per line on standard output, ``{"id", "output"}`` -- or ``{"id", "error"}`` when the request
+cannot be answered -- flushing after each line, until standard input ends. The answer is the case type's
+``run``: the same function ``export`` used for the expected values, so ``check --cmd "refdecode conformance
+serve"`` passing 100% tests the harness, and ``--plant NAME`` (see ``plants.py``) serves a deliberately broken
+refdecode to show that ``check`` catches each classic porting bug.
+
+A request is untrusted input, and the error names the field, the rule and the value: a line is at most
+:data:`MAX_REQUEST_BYTES` (the rest of a longer one is skipped unread); ``NaN`` / ``Infinity`` literals and
+numbers beyond float64 are refused (the protocol writes ``"-inf"``, ``"inf"``, ``"nan"``); the input must
+match its case type's JSON Schema (the one in the suite's manifest); every integer must be at most
+:data:`MAX_COUNT` (no suite case comes near it), which bounds what one request can make refdecode allocate.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
-from typing import IO
+from typing import IO, Any
 
 from .export import dumps
-from .kinds import to_json
+from .kinds import to_json, validate
 from .registry import REGISTRY
 
-__all__ = ["answer", "serve"]
+__all__ = ["answer", "serve", "MAX_REQUEST_BYTES", "MAX_COUNT"]
+
+MAX_REQUEST_BYTES = 64 * 2**20  # one request line (the largest suite request, a GPT-2-sized row, is ~1 MB)
+MAX_COUNT = 2**20               # any integer of a request: sizes, counts, lengths, token ids
+
+
+class BadRequest(ValueError):
+    """A request that does not follow the protocol; the message names the field, the rule and the value."""
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadRequest(f"the number {text[:40]} is beyond float64; write \"inf\" or \"-inf\" for infinities")
+    return value
+
+
+def _literal(name: str) -> Any:
+    raise BadRequest(f"{name} is not JSON; write the strings \"-inf\", \"inf\", \"nan\"")
+
+
+def _check_counts(value: Any, path: str = "input") -> None:
+    """Every integer at most MAX_COUNT in magnitude (the request's sizes bound refdecode's allocations)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int) and abs(value) > MAX_COUNT:
+        raise BadRequest(f"{path} is {value}: serve answers integers up to {MAX_COUNT} in magnitude (sizes, counts "
+                         "and token ids of a suite case are far below it)")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _check_counts(item, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}")
+
+
+def _parse(line: str) -> tuple[Any, dict]:
+    """(the request's id, the request) of one line, or BadRequest saying what is wrong with it."""
+    try:
+        request = json.loads(line, parse_float=_float, parse_constant=_literal)
+    except json.JSONDecodeError as e:
+        raise BadRequest(f"the request is not JSON: {e.msg} at column {e.colno}") from None
+    except RecursionError:
+        raise BadRequest("the request nests too deeply") from None
+    if not isinstance(request, dict):
+        raise BadRequest(f"the request has to be a JSON object {{\"id\", \"type\", \"input\"}}, got a "
+                         f"{type(request).__name__}")
+    request_id = request.get("id")
+    if request.get("type") not in REGISTRY:
+        raise BadRequest(f"unknown request type {str(request.get('type'))[:60]!r}; known: {', '.join(REGISTRY)}")
+    if not isinstance(request.get("input"), dict):
+        raise BadRequest("`input` has to be a JSON object")
+    errors = validate(request["input"], REGISTRY[request["type"]].inputs.schema(), "input")
+    if errors:
+        raise BadRequest("; ".join(errors[:3]))
+    _check_counts(request["input"])
+    return request_id, request
 
 
 def answer(line: str) -> str:
     """One request line -> one response line (without the newline)."""
     request_id = None
     try:
-        request = json.loads(line)
-        request_id = request.get("id") if isinstance(request, dict) else None
-        if not isinstance(request, dict) or request.get("type") not in REGISTRY:
-            kind = request.get("type") if isinstance(request, dict) else type(request).__name__
-            raise ValueError(f"unknown request type {kind!r}; known: {', '.join(REGISTRY)}")
+        try:
+            request_id = json.loads(line).get("id")  # for the error response; the checks follow
+        except Exception:  # noqa: BLE001 -- whatever the line is, _parse says what is wrong with it
+            pass
+        request_id, request = _parse(line)
         case_type = REGISTRY[request["type"]]
         output = case_type.run(case_type.inputs.decode(request["input"]))
         return dumps({"id": request_id, "output": to_json(output)})
-    except Exception as err:  # the protocol reports every failure as a response, then goes on
-        return dumps({"id": request_id, "error": f"{type(err).__name__}: {err}"})
+    except (ValueError, TypeError) as err:  # a refused request or argument: the protocol's error response
+        return dumps({"id": _plain(request_id), "error": f"{type(err).__name__}: {err}"})
+    except Exception as err:  # noqa: BLE001 -- anything else is refdecode's bug: say so, keep serving
+        return dumps({"id": _plain(request_id), "error": f"internal error ({type(err).__name__}: {err}); please "
+                                                          "report it with the request"})
+
+
+def _plain(request_id: Any) -> Any:
+    """The id echoed back only if it is a JSON scalar (a string, a number), else None."""
+    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
 
 
 def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """Answer requests until standard input ends; returns 0."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    for line in stdin:
-        if line.strip():
-            stdout.write(answer(line) + "\n")
-            stdout.flush()
+    while line := stdin.readline(MAX_REQUEST_BYTES + 1):
+        if len(line) > MAX_REQUEST_BYTES and not line.endswith("\n"):
+            while (rest := stdin.readline(2**20)) and not rest.endswith("\n"):
+                pass  # skip the rest of the line unread
+            response = dumps({"id": None, "error": f"ValueError: the request line is longer than {MAX_REQUEST_BYTES} "
+                                                   "bytes"})
+        elif not line.strip():
+            continue
+        else:
+            response = answer(line)
+        stdout.write(response + "\n")
+        stdout.flush()
     return 0

@@ -9,7 +9,7 @@ import numpy as np
 from conftest import GOLDEN
 import refdecode
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
-from refdecode.reference.conformance.check import load_suite
+from refdecode.reference.conformance.suite import load_suite
 from conformance_suites import ask
 from conformance_suites import DECODE_LIMIT, DECODE_TYPES, UNIT_TYPES, decode_suite, unit_suite  # noqa: F401  (fixtures)
 

@@ -8,15 +8,15 @@ BeamSearchScorer. The whole suite (>= 1,000 cases) is exported and checked again
 
 from __future__ import annotations
 
-import pytest
-
 import sys
+import time
 
+import pytest
 
 import refdecode
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
 from conformance_suites import DECODE_LIMIT, DECODE_TYPES, UNIT_TYPES, decode_suite, unit_suite  # noqa: F401  (fixtures)
-from conformance_suites import run_check
+from conformance_suites import SERVE, python_implementation, run_check
 
 # ----------------------------------------------------------------------------------------------
 # export
@@ -60,7 +60,98 @@ def test_check_only_and_a_failing_implementation(unit_suite):
 
 
 def test_check_survives_an_implementation_that_exits(unit_suite):
+    """It is restarted for the next case; after 3 cases in a row without an answer check stops (issue 22)."""
     status, lines = run_check(unit_suite, f'"{sys.executable}" -c "pass"', only="min_length")
-    assert status == 1 and lines[-1] == "0 passed, 40 failed" and "exited" in lines[0]
+    assert status == 1 and lines[-1] == "0 passed, 3 failed, 37 not run" and "exited" in lines[0]
+    assert lines[-2].startswith("STOPPED: 3 cases in a row got no answer")
 
 
+
+
+# ---- misbehaving implementations (issue 22 items 2-5): each got a hang, a shifted answer, a flood or a traceback
+
+
+ECHO_SERVE = '''
+from refdecode.reference.conformance.serve import answer
+for n, line in enumerate(sys.stdin):
+    {before}
+    print(answer(line), flush=True)
+'''
+
+
+def _impl(tmp_path, before: str = "pass") -> str:
+    return python_implementation(tmp_path, ECHO_SERVE.format(before=before))
+
+
+@pytest.mark.slow
+def test_a_closed_stdout_with_a_running_process_is_no_answer_not_a_hang(unit_suite, tmp_path):
+    """Before: ``check`` waited forever for ``exec >&-; sleep 600`` (it waited for the exit to print its code)."""
+    start = time.monotonic()
+    status, lines = run_check(unit_suite, "exec >&-; sleep 600", only="min_length", timeout=2)
+    assert status == 1 and "closed its standard output but keeps running" in lines[0]
+    assert lines[-1] == "0 passed, 3 failed, 37 not run" and time.monotonic() - start < 30
+
+
+@pytest.mark.slow
+def test_a_late_answer_does_not_shift_the_later_cases(unit_suite, tmp_path):
+    """Before: the late answer to case 1 was taken as case 2's, and every later case failed on its id."""
+    late = 'time.sleep(3) if json.loads(line)["id"] == "min_length/0001" else None'
+    status, lines = run_check(unit_suite, _impl(tmp_path, late), only="min_length", timeout=1)
+    assert status == 1 and lines[-1] == "39 passed, 1 failed"
+    assert "min_length/0001" in lines[0] and "no response within 1 s (the implementation is restarted)" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_flood_fails_its_case_without_holding_it_in_memory(unit_suite, tmp_path, monkeypatch):
+    """Before: ``head -c 1500000000 /dev/zero`` grew check to 1.5 GB; now a line is bounded (a small bound here)."""
+    from refdecode.reference.conformance import check as check_module
+
+    monkeypatch.setattr(check_module, "MAX_RESPONSE_BYTES", 4096)
+    status, lines = run_check(unit_suite, "head -c 1000000 /dev/zero", only="min_length", timeout=5)
+    assert status == 1 and "longer than 4096 bytes" in lines[0]
+
+
+@pytest.mark.slow
+def test_junk_huge_numbers_and_deep_nesting_fail_their_case_only(unit_suite, tmp_path):
+    """Before: a response holding 10**400 crashed check with an OverflowError."""
+    junk = ('print({0: "not json", 1: json.dumps({"id": json.loads(line)["id"], "output": {"scores": [[10**400]]}}), '
+            '2: "[" * 100000, 3: "\\\\xff"}.get(n, answer(line)), flush=True)')
+    body = ECHO_SERVE.replace("    print(answer(line), flush=True)\n", "").replace("{before}", junk)
+    status, lines = run_check(unit_suite, python_implementation(tmp_path, body), only="min_length")
+    assert status == 1 and lines[-1] == "36 passed, 4 failed"
+    assert "not JSON" in lines[0] and "could not be compared" in lines[1] and "not JSON" in lines[2]
+
+
+@pytest.mark.slow
+def test_an_implementation_that_does_not_read_its_input_is_no_answer(unit_suite):
+    """Requests larger than the pipe buffer: ``check`` wrote into a pipe nobody read, forever."""
+    status, lines = run_check(unit_suite, "sleep 600", only="top_p", timeout=1)
+    assert status == 1 and lines[-1].endswith("not run") and "within 1 s" in lines[0]
+
+
+@pytest.mark.slow
+def test_unsupported_cases_are_counted_apart_and_never_pass(unit_suite, tmp_path):
+    body = ECHO_SERVE.replace("print(answer(line), flush=True)",
+                              'print(json.dumps({"id": json.loads(line)["id"], "unsupported": "no min_length here"}) '
+                              'if n % 2 else answer(line), flush=True)').replace("{before}", "pass")
+    status, lines = run_check(unit_suite, python_implementation(tmp_path, body), only="min_length",
+                              list_unsupported=True)
+    assert status == 0 and lines[-1] == "20 passed, 0 failed, 20 unsupported"
+    assert lines[0] == f"UNSUPPORTED min_length/0001 ({lines[0].split('(')[1].split(')')[0]}): no min_length here"
+
+
+@pytest.mark.slow
+def test_a_failing_decode_names_the_step_row_and_stage_where_it_departs(decode_suite):
+    """Issue 22 item 10: for a failing decode case, check runs the diff itself (refdecode's trace of the case against
+    the implementation's token ids) and prints the first divergent step, row and stage with the verdict; when the
+    tokens agree but the scores differ, the step and row, and which of refdecode's stages the scores match."""
+    status, lines = run_check(decode_suite, SERVE + " --plant top_p_boundary", only="sample,gpt2_sample")
+    fails = [i for i, line in enumerate(lines) if line.startswith("FAIL ")]
+    assert status == 1 and fails and all(lines[i + 1].startswith("    ") for i in fails)
+    located = [lines[i + 1: i + 7] for i in fails if "first divergence" in lines[i + 1]]
+    assert located and all(", stage TopPLogitsWarper" in d[0] for d in located)   # the same uniforms on both sides
+    assert all(any("verdict:   algorithmic" in line and "keeps one token too few" in line for line in d)
+               for d in located)
+    status, lines = run_check(decode_suite, SERVE + " --plant repetition_penalty_sign", only="greedy")
+    hints = [line for line in lines if line.startswith("    the tokens agree; the scores first differ at step")]
+    assert status == 1 and hints and all("RepetitionPenaltyLogitsProcessor" in h for h in hints)

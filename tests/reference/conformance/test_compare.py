@@ -7,7 +7,7 @@ import pytest
 import numpy as np
 import refdecode
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
-from refdecode.reference.conformance.check import load_suite
+from refdecode.reference.conformance.suite import load_suite
 from refdecode.reference.conformance.compare import TOLERANCE, compare
 from refdecode.reference.conformance.kinds import F32, to_json
 from refdecode.reference.conformance.registry import REGISTRY

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import refdecode
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
-from refdecode.reference.conformance.check import load_suite
+from refdecode.reference.conformance.suite import load_suite
 from refdecode.reference.conformance.export import case_schema, export
 from refdecode.reference.conformance.kinds import validate
 from refdecode.reference.conformance.registry import REGISTRY
@@ -89,3 +89,46 @@ def test_gpt2_cases_without_the_golden_files_say_what_to_do(monkeypatch, tmp_pat
     monkeypatch.setattr(cases_decode, "GOLDEN", tmp_path)
     with pytest.raises(ValueError, match="only a checkout of the refdecode repository has.*--only"):
         list(REGISTRY["gpt2_greedy"].build())
+
+
+# ---- an export replaces only what it can prove it wrote (issue 22 item 1)
+
+
+def test_an_export_into_a_folder_of_other_files_refuses_and_deletes_nothing(tmp_path):
+    """Before: any folder holding a manifest.json lost its cases/, arrays/ and models/, whatever they held."""
+    (tmp_path / "manifest.json").write_text('{"mine": true}')
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "notes.txt").write_text("my notes")
+    with pytest.raises(ValueError, match="refusing to write into .* not an earlier export"):
+        export(tmp_path, types=["min_length"])
+    assert (tmp_path / "cases" / "notes.txt").read_text() == "my notes"
+    (tmp_path / "manifest.json").unlink()
+    with pytest.raises(ValueError, match="refusing to write into"):
+        export(tmp_path, types=["min_length"])
+
+
+def test_a_re_export_deletes_the_files_it_listed_and_keeps_the_others(tmp_path):
+    export(tmp_path, types=["min_length", "top_p"])
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert "cases/top_p.jsonl" in manifest["files"] and any(f.startswith("arrays/top_p/") for f in manifest["files"])
+    (tmp_path / "cases" / "mine.txt").write_text("keep me")
+    export(tmp_path, types=["min_length"])
+    assert (tmp_path / "cases" / "mine.txt").read_text() == "keep me"
+    assert not (tmp_path / "cases" / "top_p.jsonl").exists() and not (tmp_path / "arrays").exists()
+    (tmp_path / "cases" / "top_p.jsonl").write_text("someone else's")   # not in the manifest: never overwritten
+    with pytest.raises(ValueError, match="refusing to overwrite .*top_p.jsonl"):
+        export(tmp_path, types=["min_length", "top_p"])
+    assert (tmp_path / "cases" / "top_p.jsonl").read_text() == "someone else's"
+
+
+def test_a_manifest_listing_paths_outside_the_suite_deletes_nothing_outside(tmp_path):
+    outside = tmp_path / "precious.txt"
+    outside.write_text("do not delete")
+    suite = tmp_path / "suite"
+    export(suite, types=["min_length"])
+    manifest = json.loads((suite / "manifest.json").read_text())
+    manifest["files"].append("../precious.txt")
+    (suite / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="leads outside the suite folder"):
+        export(suite, types=["min_length"])
+    assert outside.read_text() == "do not delete"

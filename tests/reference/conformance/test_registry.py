@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 import refdecode
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
-from refdecode.reference.conformance.check import load_suite
+from refdecode.reference.conformance.suite import load_suite
 from refdecode.reference.conformance.compare import compare
 from refdecode.reference.conformance.export import export
 from refdecode.reference.conformance.kinds import F32

@@ -1,0 +1,143 @@
+r"""The suite on disk, read as untrusted input: every failure is one ``ValueError`` naming the file and the rule.
+
+Contract: :func:`load_suite` reads an exported suite (``manifest.json``, ``cases/*.jsonl``, ``arrays/**.npy``,
+``models/*``) for ``check`` and ``trace``; :func:`read_manifest` is what ``export`` trusts before replacing an
+earlier export. A suite may come from anybody (an implementation is run on suites other people wrote), so:
+
+- only regular files are opened, with a size limit (a FIFO is refused, not waited on);
+- every path a suite names (``{"npy": ...}``, a model's ``path``) must stay inside the suite folder;
+- an ``.npy`` file is read only after its header: a plain numeric dtype, a shape whose bytes fit the file;
+- the manifest and every case are checked for the fields ``check`` reads (a case needs ``id``, ``type``,
+  ``input``, ``expected``), and JSON nesting is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...validation import format_bytes, open_regular_file, read_text_file
+from .registry import REGISTRY, select
+
+__all__ = ["load_suite", "read_manifest", "load_npy", "inside", "SUITE_NAME", "MAX_CASE_FILE_BYTES",
+           "MAX_NPY_BYTES", "MODEL_FIELDS"]
+
+SUITE_NAME = "refdecode conformance suite"  # the manifest's "suite": what makes a folder an export
+MAX_CASE_FILE_BYTES = 512 * 2**20          # one cases/<type>.jsonl
+MAX_NPY_BYTES = 256 * 2**20                # one arrays/...npy (the largest a suite writes: a few MB)
+MODEL_FIELDS = ("model", "assistant")      # input fields that may name a GPT-2 checkpoint folder
+
+
+def inside(root: Path, relative: Any, what: str) -> Path:
+    """``root / relative`` resolved, refusing an absolute path or one that leaves ``root`` (``..``, a symlink)."""
+    if not isinstance(relative, str) or not relative or Path(relative).is_absolute():
+        raise ValueError(f"{what} has to be a path relative to the suite folder, but is {relative!r}")
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise ValueError(f"{what} {relative!r} leads outside the suite folder {root}")
+    return path
+
+
+def read_manifest(root: Path) -> dict:
+    """``root/manifest.json`` if it is a refdecode suite's manifest (``suite`` and a list of ``case_types``)."""
+    path = root / "manifest.json"
+    try:
+        manifest = json.loads(read_text_file(path, "the suite's manifest"))
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{path} is not valid JSON ({e.__class__.__name__})") from None
+    if not isinstance(manifest, dict) or manifest.get("suite") != SUITE_NAME:
+        raise ValueError(f"{path} is not the manifest of a refdecode conformance suite (an object with "
+                         f"\"suite\": \"{SUITE_NAME}\")")
+    entries = manifest.get("case_types")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str)
+                                                and isinstance(e.get("file"), str) for e in entries):
+        raise ValueError(f"{path}: `case_types` has to be a list of objects with `name` and `file`")
+    return manifest
+
+
+def load_npy(path: Path, what: str) -> np.ndarray:
+    """A plain numeric ``.npy`` array, its header checked before any data is read."""
+    fd = open_regular_file(path, what)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        try:
+            version = np.lib.format.read_magic(f)
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+            if version not in read_header:
+                raise ValueError(f"format version {version} (1.0 and 2.0 are read)")
+            shape, fortran, dtype = read_header[version](f)
+        except (ValueError, SyntaxError, TypeError) as e:
+            raise ValueError(f"{what} {path} is not an .npy file: {e}") from None
+        if dtype.kind not in "biuf" or dtype.hasobject or dtype.fields is not None:
+            raise ValueError(f"{what} {path} holds dtype {dtype}; a suite's arrays are plain numbers")
+        nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        if nbytes > min(size, MAX_NPY_BYTES):
+            raise ValueError(f"{what} {path} declares {shape} {dtype} ({format_bytes(nbytes)}), more than the file "
+                             f"holds ({format_bytes(size)})" if nbytes > size else
+                             f"{what} {path} is {format_bytes(nbytes)}, more than {format_bytes(MAX_NPY_BYTES)}")
+        data = np.fromfile(f, dtype=dtype, count=int(np.prod(shape)))
+    return data.reshape(shape, order="F" if fortran else "C")
+
+
+def _resolve(value: Any, root: Path, depth: int = 0) -> Any:
+    """Every ``{"npy": path}`` in a case replaced by its array; nesting bounded (a case is a few levels deep)."""
+    if depth > 64:
+        raise ValueError("a case nests deeper than 64 levels")
+    if isinstance(value, dict):
+        if set(value) == {"npy"}:
+            return load_npy(inside(root, value["npy"], "an array reference"), "array")
+        return {k: _resolve(v, root, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, root, depth + 1) for v in value]
+    return value
+
+
+def _case(line: str, path: Path, number: int, root: Path) -> dict:
+    where = f"{path}, line {number}"
+    try:
+        case = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{where} is not a JSON case ({e.__class__.__name__})") from None
+    if not isinstance(case, dict) or not all(k in case for k in ("id", "type", "input", "expected")) \
+            or not isinstance(case["id"], str) or not isinstance(case["input"], dict):
+        raise ValueError(f"{where} is not a case: an object with `id` (a string), `type`, `input` (an object) "
+                         "and `expected` is required")
+    case.setdefault("note", "")
+    case = _resolve(case, root)
+    for key in MODEL_FIELDS:  # the checkpoints a case names, as absolute paths inside the suite
+        model = case["input"].get(key)
+        if isinstance(model, dict) and "path" in model:
+            model["path"] = str(inside(root, model["path"], f"{where}: the model path"))
+    return case
+
+
+def load_suite(directory: str | Path, only: str | None = None) -> tuple[dict, list[dict]]:
+    """(manifest, cases) of an exported suite; ``only`` as ``--only``. Arrays in .npy files are loaded."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise ValueError(f"`DIR` has to be an exported suite (refdecode conformance export DIR), but {root} is not "
+                         "a folder")
+    manifest = read_manifest(root)
+    wanted = set(select(only))
+    cases = []
+    for entry in manifest["case_types"]:
+        if entry["name"] not in wanted:
+            continue
+        if entry["name"] not in REGISTRY:
+            raise ValueError(f"the suite has case type {entry['name']!r}, which this refdecode does not know: "
+                             f"export the suite with this refdecode version ({manifest.get('refdecode_version')} "
+                             "made it)")
+        path = inside(root, entry["file"], f"the file of case type {entry['name']!r}")
+        text = read_text_file(path, f"the cases of {entry['name']!r}", MAX_CASE_FILE_BYTES)
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                case = _case(line, path, number, root)
+                if case["type"] != entry["name"]:
+                    raise ValueError(f"{path}, line {number}: a case of type {case['type']!r} in the file of "
+                                     f"{entry['name']!r}")
+                cases.append(case)
+    return manifest, cases
