@@ -130,7 +130,8 @@ def _row_counts(se: dict, so: dict) -> Divergence | None:
 
 def load_other(path: str | Path, vocab_size: int = 0) -> Any:
     """A trace (JSON object, validated as :func:`~refdecode.reference.trace.load_trace` does), or token ids: a
-    JSON list of rows, or one row of whitespace-separated ints per line, each id in [0, ``vocab_size``) when the
+    JSON list of rows, one row of whitespace-separated ints per line, or a conformance response line
+    ``{"id": ..., "output": {"sequences": [[...]]}}`` (what an implementation answered for a case), each id in [0, ``vocab_size``) when the
     vocabulary size is known (> 0). Every problem is one ValueError naming the file; an empty file is one."""
     from ..validation import read_text_file
     from .trace import MAX_TRACE_BYTES
@@ -147,7 +148,13 @@ def load_other(path: str | Path, vocab_size: int = 0) -> Any:
             data = [[int(x) for x in line.split()] for line in text.splitlines() if line.strip()]
         except ValueError:
             raise ValueError(f"{path}: neither JSON nor lines of integer token ids") from None
-    if isinstance(data, dict):
+    if isinstance(data, dict) and "format" not in data and "id" in data:  # a conformance response line
+        output = data.get("output")
+        if not isinstance(output, dict) or "sequences" not in output:
+            why = {k: data[k] for k in ("error", "unsupported") if k in data}
+            raise ValueError(f"{path}: a conformance response without output.sequences {why or ''}".rstrip())
+        data = output["sequences"]
+    elif isinstance(data, dict):
         return load_trace(path)
     if isinstance(data, list) and data and all(_is_id(x) for x in data):
         data = [data]
@@ -172,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Find the first step and stage where another decoder departs from refdecode. EXPECTED is the "
                     "trace refdecode wrote (refdecode PROMPT ... --trace FILE); OTHER is the other engine's trace "
                     "in the same schema (docs/traces.md), or for greedy and sampling just its token ids (a JSON "
-                    "list of rows, or one row of integers per line). Exit status: 0 no divergence, 1 a divergence "
+                    "list of rows, one row of integers per line, or its conformance response line for the case). Exit status: 0 no divergence, 1 a divergence "
                     "found, 2 an input is wrong (one line on stderr).")
     ap.add_argument("expected", type=Path, help="refdecode's trace (JSON)")
     ap.add_argument("other", type=Path, help="the other engine's trace (JSON) or token ids")

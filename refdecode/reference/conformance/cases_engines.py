@@ -5,8 +5,9 @@ Contract: registers ``engines_greedy`` and ``engines_beam_search`` (group ``engi
 ``engines_124m``: random weights in GPT-2 124M's shape, ``models/gpt2-124m-shaped``, made by
 ``tools/engines/make_gpt2_124m_shaped.py``; not in the default selection, because the checkpoint is 500 MB
 and not committed). The requests are the ``gpt2_*`` decodes' (``model``, ``input_ids``, ``attention_mask``,
-``config``); the answer is ``sequences`` (and ``sequences_scores`` for beams when the engine returns them;
-``scores`` may be left out): what an engine's API gives back.
+``config``); the answer is ``sequences`` (and ``sequences_scores`` for beams when the engine returns them):
+what an engine's API gives back. No per-step ``scores``: over the real vocabulary they would make each case tens
+of megabytes.
 
 The settings are the ones engines take: greedy and beam search over num_beams 2-5 x length_penalty
 {-1, 0, 0.5, 1, 2} x early_stopping {True, False, "never"}, num_return_sequences, repetition_penalty,
@@ -26,7 +27,7 @@ import numpy as np
 
 from .cases_decode import (CONFIG_NOTE_FIELDS, GPT2_MODEL, ROOT, compare_decode_case, decode,
                            decode_inputs, full_config, smallest)
-from .kinds import F32, I64, ListOf, obj
+from .kinds import F32, I64, obj
 from .registry import Case, CaseType, register
 
 __all__ = ["PROMPTS", "SHIPPED", "SHAPED_124M", "engine_settings", "build_engine_cases"]
@@ -50,9 +51,8 @@ PROMPTS = {
 #: smaller than the suite's 1e-3 (on a 50257-token vocabulary most beam decodes hold a gap below 1e-3 somewhere);
 #: a departure at a margin under the check's tolerance is still reported as a near-tie, not as a failure
 ENGINE_MIN_MARGIN = 1e-4
-ENGINE_OUTPUT = {False: obj(may_omit=("scores",), sequences=I64(2), scores=ListOf(F32(2))),
-                 True: obj(may_omit=("scores", "sequences_scores"), sequences=I64(2), scores=ListOf(F32(2)),
-                           sequences_scores=F32(1))}
+ENGINE_OUTPUT = {False: obj(sequences=I64(2)),
+                 True: obj(may_omit=("sequences_scores",), sequences=I64(2), sequences_scores=F32(1))}
 
 
 def engine_settings(beams: bool, eos: list[int], max_new_tokens: int) -> Iterator[tuple[dict, bool]]:
@@ -123,8 +123,9 @@ def _register(name: str, group: str, model_dir, beams: bool, eos: tuple[int, ...
 
 
 def _answer(output: dict) -> dict:
-    """An engine's answer: the decode without beam indices."""
-    return {k: v for k, v in output.items() if k != "beam_indices"}
+    """An engine's answer: the sequences (and the beams' scores). Not the per-step scores: (steps, N, 50257)
+    floats would make a case tens of megabytes, and an engine's API does not return them."""
+    return {k: v for k, v in output.items() if k in ("sequences", "sequences_scores")}
 
 
 _register("engines_greedy", "engines", SHIPPED, False, (198,), 24, 3)

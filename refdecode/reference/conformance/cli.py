@@ -137,9 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.plant:
             plants.apply(name)
         return serve.serve()
-    except (ValueError, OSError) as err:  # a broken suite, a missing file, a folder that cannot be written
-        print(f"refdecode conformance {args.command}: {err}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `... check ... | head`: the reader left; stop quietly, as the main command does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except (ValueError, OSError) as err:  # a broken suite, a missing file, a folder that cannot be written
+        print(f"refdecode conformance {args.command}: {err}", file=sys.stderr)
+        return 2
