@@ -216,6 +216,8 @@ assert np.array_equal(one, greedy_search(model, prompt, max_length=T + 25, pad_t
 # 3. **`llama_top_p(probs, p)`**: top-p the llama way (the top-p article's `sample_top_p`): sort the
 #    probabilities, zero a token when the mass *before* it exceeds `p`, renormalise; return the
 #    probabilities in vocabulary order, float32 (N, V). Compare with `llama_top_p_probs` above.
+#    Ties: among equal probabilities the lower token id comes first (a stable descending sort,
+#    `np.argsort(-probs, kind="stable")`), so when a tie straddles the cut the lower id is kept.
 #
 # Solutions: `tutorials/solutions/lab04_sampling.py` (run it to see the checker pass). Try first.
 

@@ -288,8 +288,11 @@ def _cases_top_k() -> Iterator[Case]:
 
 
 def _cases_llama_top_p() -> Iterator[Case]:
-    # the top-p article's example, a row where the mass of the top tokens equals p exactly, random rows
-    yield "the top-p article's example", dict(probs=np.array([[0.05, 0.1, 0.6, 0.15, 0.1]], dtype=np.float32), p=0.8), None
+    # the top-p article's example (section 3.2: [0.1, 0.3, 0.4, 0.15, 0.05], p = 0.8), a tie at the cut,
+    # a row where the mass of the top tokens equals p exactly, random rows
+    yield "the top-p article's example", dict(probs=np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32), p=0.8), None
+    yield "a tie at the cut: the lower token id is kept", dict(
+        probs=np.array([[0.05, 0.1, 0.6, 0.15, 0.1]], dtype=np.float32), p=0.8), None
     yield "mass exactly p", dict(probs=np.array([[0.5, 0.25, 0.125, 0.0625, 0.0625]], dtype=np.float32),
                                  p=0.75), None
     yield "p = 1 keeps everything", dict(probs=np.array([[0.7, 0.2, 0.1]], dtype=np.float32), p=1.0), None

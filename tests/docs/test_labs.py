@@ -241,3 +241,15 @@ def test_tutorial_ends_with_its_exercises(path):
     for exercise in _labs.exercises_of(number):
         assert re.search(rf'check\("{exercise.name}", ', tail), f"{path.name} does not check {exercise.name}"
     assert "solutions/" in tail, "point to the solutions"
+
+
+# ---- issue 25: the cases say what they are ---------------------------------------------------------------
+
+
+def test_llama_top_p_uses_the_top_p_articles_own_example():
+    """The case labelled "the top-p article's example" is the article's (section 3.2): [0.1, 0.3, 0.4, 0.15, 0.05],
+    p = 0.8 (it used to be [0.05, 0.1, 0.6, 0.15, 0.1], a different row with a tie at the cut)."""
+    cases = {label: kwargs for label, kwargs, _ in _labs.EXERCISES["llama_top_p"].cases()}
+    article = cases["the top-p article's example"]
+    assert article["probs"].tolist() == [[np.float32(x).item() for x in (0.1, 0.3, 0.4, 0.15, 0.05)]]
+    assert article["p"] == 0.8
