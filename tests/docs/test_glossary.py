@@ -54,3 +54,13 @@ def test_the_index_has_a_learning_path_through_every_tutorial():
     assert rows and all(re.search(r"\| [^|]*\bmin\b[^|]*\|$|as needed \|$", row) for row in rows), rows
     linked = set(re.findall(r"\]\(([\w-]+\.md)\)", path))
     assert {"glossary.md", "misconceptions.md", "greedy.md", "top-p.md", "beam-search.md"} <= linked
+
+
+def test_implementer_detail_sits_in_a_for_implementers_box():
+    """Issue 25 item 14: torch's sort stability past 16 entries is implementer detail, in a marked box."""
+    text = (DOCS / "top-p.md").read_text("utf-8")
+    box = re.search(r'^!!! note "For implementers[^"]*"\n((?:    .*\n|\n)+)', text, flags=re.M)
+    assert box and "16 entries" in box.group(1)
+    outside = text.replace(box.group(0), "")
+    assert "16 entries" not in outside
+    assert re.search(r"^\s*- admonition\s*$", (ROOT / "mkdocs.yml").read_text("utf-8"), flags=re.M)
