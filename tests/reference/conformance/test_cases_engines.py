@@ -64,6 +64,7 @@ def test_cases_expect_what_transformers_returned(built):
             assert "beam_indices" not in answer
 
 
+@pytest.mark.slow
 def test_the_finishing_grid_is_covered_and_hypotheses_finish_early(built):
     beam_cases = built["engines_beam_search"]
     grid = {(c.input["config"]["num_beams"], c.input["config"]["length_penalty"], c.input["config"]["early_stopping"])
@@ -80,6 +81,7 @@ def test_the_finishing_grid_is_covered_and_hypotheses_finish_early(built):
             and v != _defaults_apart_from({})[k]}
 
 
+@pytest.mark.slow
 def test_an_engine_answer_is_judged_on_sequences_and_optional_scores(built):
     case = built["engines_beam_search"][0]
     expected = REGISTRY["engines_beam_search"].run(case.input)
