@@ -1,0 +1,242 @@
+"""Study of torch's CPU sort on ties (issue 24 item 9): which order does ``torch.sort(stable=False)`` give?
+
+Runs in the oracle venv (torch 2.13.0 + transformers 4.38.2); refdecode is pure NumPy and is imported
+from the work tree to compare::
+
+    PYTHONPATH=$PWD /work/main/.venv-oracle/bin/python tools/golden/study_torch_sort.py [--out FILE.npz]
+
+For many rows with ties (all-equal rows of 1..300 entries, a few tie groups, random rows with repeated
+values, -inf/+inf/NaN/-0.0 entries, already sorted and reversed rows, rows built by McIlroy's adversary
+to drive libstdc++'s introsort into its heapsort fallback, and GPT-2-sized rows of 50,257 entries), 1-D
+and 2-D, ascending and descending, it records ``torch.sort(x).indices`` (``--out``: an .npz, default
+none) and counts the rows where torch's order equals
+
+- a stable sort (``np.argsort(kind="stable")``): what refdecode assumed before;
+- ``refdecode.processors.torch_sort.torch_cpu_sort_order`` (libstdc++'s ``std::sort``, reproduced);
+- ``std_sort_literal`` (the same algorithm transliterated line by line, pure Python; rows up to 5,000).
+
+It also re-runs itself under ``ATEN_CPU_CAPABILITY=default|avx2|avx512`` and with 1 and 2 threads and
+checks the recorded orders are identical (the order does not depend on the CPU kernel chosen), and
+prints torch's and refdecode's times on (1, 50257).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+from refdecode.processors.torch_sort import sort_keys, std_sort_literal, torch_cpu_sort_order, torch_cpu_tie_order
+
+V = 50257
+
+
+def adversary(n: int) -> np.ndarray:
+    """McIlroy's "killer adversary" against libstdc++'s introsort, float32 (n,): it reaches the heapsort.
+
+    The sort runs on items whose values are decided lazily ("gas" until compared with another gas item,
+    then "frozen" to the next small integer, the pivot candidate first): the partitions come out as
+    unbalanced as the median of three allows, the depth limit 2*floor(log2 n) runs out and the rest is
+    heapsorted. Once the heapsort starts, gas items stay gas and compare equal, so the returned row
+    (frozen values, then every gas item = n) is sorted along exactly that path with a large tie group
+    inside the heapsort.
+    """
+    gas = n
+    val = [gas] * n
+    state = {"solid": 0, "candidate": 0, "heap": False}
+
+    def less(x: int, y: int) -> bool:
+        if val[x] == gas and val[y] == gas:
+            if state["heap"]:
+                return False
+            z = x if x == state["candidate"] else y
+            val[z] = state["solid"]
+            state["solid"] += 1
+        if val[x] == gas:
+            state["candidate"] = x
+        elif val[y] == gas:
+            state["candidate"] = y
+        return val[x] < val[y]
+
+    a = list(range(n))
+
+    def adjust(base: int, hole: int, length: int, value: int) -> None:
+        top = second = hole
+        while second < (length - 1) // 2:
+            second = 2 * (second + 1)
+            if less(a[base + second], a[base + second - 1]):
+                second -= 1
+            a[base + hole] = a[base + second]
+            hole = second
+        if length % 2 == 0 and second == (length - 2) // 2:
+            second = 2 * (second + 1)
+            a[base + hole] = a[base + second - 1]
+            hole = second - 1
+        parent = (hole - 1) // 2
+        while hole > top and less(a[base + parent], value):
+            a[base + hole] = a[base + parent]
+            hole, parent = parent, (parent - 1) // 2
+        a[base + hole] = value
+
+    def intro(first: int, last: int, depth: int) -> None:
+        while last - first > 16:
+            if depth == 0:
+                state["heap"] = True
+                length = last - first
+                for p in range((length - 2) // 2, -1, -1):
+                    adjust(first, p, length, a[first + p])
+                while last - first > 1:
+                    last -= 1
+                    value, a[last] = a[last], a[first]
+                    adjust(first, 0, last - first, value)
+                return
+            depth -= 1
+            mid, x, z = first + (last - first) // 2, first + 1, last - 1
+            if less(a[x], a[mid]):
+                m = mid if less(a[mid], a[z]) else (z if less(a[x], a[z]) else x)
+            else:
+                m = x if less(a[x], a[z]) else (z if less(a[mid], a[z]) else mid)
+            a[first], a[m] = a[m], a[first]
+            lo, hi = first + 1, last
+            while True:
+                while less(a[lo], a[first]):
+                    lo += 1
+                hi -= 1
+                while less(a[first], a[hi]):
+                    hi -= 1
+                if not lo < hi:
+                    break
+                a[lo], a[hi] = a[hi], a[lo]
+                lo += 1
+            intro(lo, last, depth)
+            last = lo
+
+    intro(0, n, 2 * (n.bit_length() - 1))
+    assert state["heap"], n
+    return np.array(val, dtype=np.float32)
+
+
+def inputs(rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+    """(family, float32 1-D or 2-D array) pairs: every row has ties unless the family says otherwise."""
+    out: list[tuple[str, np.ndarray]] = []
+    for n in range(1, 301):
+        out.append(("all_equal", np.zeros(n, np.float32)))
+        out.append(("all_equal_value", np.full(n, np.float32(rng.normal())), ))
+        groups = rng.integers(0, int(rng.integers(2, 5)), n)
+        out.append(("few_groups", rng.normal(size=4).astype(np.float32)[groups]))
+        out.append(("repeated", rng.integers(0, max(2, n // 3), n).astype(np.float32) / 7))
+        x = rng.integers(0, 10, n).astype(np.float32)
+        x[rng.random(n) < 0.3] = -np.inf
+        out.append(("neginf", x))
+        x = rng.normal(size=n).astype(np.float32)
+        for value in (np.nan, np.inf, -np.inf, -0.0, 0.0):
+            x[rng.random(n) < 0.08] = value
+        out.append(("specials", x))
+        out.append(("sorted", np.sort(rng.integers(0, 5, n)).astype(np.float32)))
+        out.append(("reversed", np.sort(rng.integers(0, 5, n))[::-1].astype(np.float32).copy()))
+        out.append(("batch2d", rng.integers(0, 3, (3, n)).astype(np.float32)))
+    for n in (64, 65, 100, 257, 1000, 5000):
+        out.append(("heapsort_adversary", adversary(n)))
+    for n in (511, 512, 513, 1024, 4097):
+        out.append(("repeated", rng.integers(0, 50, n).astype(np.float32)))
+    out.append(("vocab_all_equal", np.zeros(V, np.float32)))
+    out.append(("vocab_3_values", rng.integers(0, 3, V).astype(np.float32)))
+    out.append(("vocab_rounded_logits", np.round(rng.normal(size=V) * 4, 1).astype(np.float32)))
+    out.append(("vocab_after_top_k", np.where(rng.random(V) < 0.999, -np.inf, rng.normal(size=V)).astype(np.float32)))
+    logits = (rng.normal(size=(2, V)) * 3).astype(np.float32)
+    logits[:, rng.integers(0, V, 40)] = logits[0, 7]  # a tie group of the row's value at id 7
+    out.append(("vocab_logits_2d", logits))
+    return out
+
+
+def digest(rows: list[np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(np.ascontiguousarray(r).tobytes())
+    return h.hexdigest()[:16]
+
+
+def record(cases: list[tuple[str, np.ndarray]]) -> dict[tuple[int, bool], np.ndarray]:
+    return {(i, d): torch.sort(torch.from_numpy(x), descending=d).indices.numpy()
+            for i, (_, x) in enumerate(cases) for d in (False, True)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="write torch's orders to this .npz")
+    ap.add_argument("--digest-only", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    print(f"torch {torch.__version__}, capability {torch.backends.cpu.get_cpu_capability()}, "
+          f"threads {torch.get_num_threads()}", file=sys.stderr)
+    cases = inputs(np.random.default_rng(2024))
+    torch_orders = record(cases)
+    if args.digest_only:
+        print(digest([torch_orders[k] for k in sorted(torch_orders)]))
+        return
+    table: dict[str, list[int]] = {}
+    for (i, d), t in sorted(torch_orders.items()):
+        family, x = cases[i]
+        rows = x.reshape(-1, x.shape[-1])
+        trows = t.reshape(rows.shape)
+        stable = np.argsort(sort_keys(rows, d), axis=-1, kind="stable")
+        ours = torch_cpu_sort_order(rows, d)
+        c = table.setdefault(family, [0, 0, 0, 0, 0])
+        for b in range(rows.shape[0]):
+            c[0] += 1
+            c[1] += int(np.array_equal(trows[b], stable[b]))
+            c[2] += int(np.array_equal(trows[b], ours[b]))
+            if rows.shape[1] <= 5000:
+                c[3] += 1
+                c[4] += int(np.array_equal(trows[b], std_sort_literal(sort_keys(rows[b], d).tolist())))
+    print(f"{'family':24s} {'rows':>5s} {'=stable':>8s} {'=refdecode':>10s} {'=literal':>12s}")
+    total = [0, 0, 0, 0, 0]
+    for family, c in table.items():
+        print(f"{family:24s} {c[0]:5d} {c[1]:8d} {c[2]:10d} {c[4]:6d}/{c[3]:<5d}")
+        total = [a + b for a, b in zip(total, c)]
+    print(f"{'total':24s} {total[0]:5d} {total[1]:8d} {total[2]:10d} {total[4]:6d}/{total[3]:<5d}")
+    small = [(n, np.array_equal(torch.sort(torch.zeros(n)).indices.numpy(), np.arange(n))) for n in range(1, 40)]
+    print("all-equal rows torch keeps in id order (stable): n =", [n for n, s in small if s])
+
+    # The order does not depend on the CPU kernel (capability) or the thread count.
+    here = digest([torch_orders[k] for k in sorted(torch_orders)])
+    runs = {"this run": here}
+    for cap in ("default", "avx2", "avx512"):
+        for threads in ("1", "2"):
+            env = dict(os.environ, ATEN_CPU_CAPABILITY=cap, OMP_NUM_THREADS=threads)
+            r = subprocess.run([sys.executable, __file__, "--digest-only"], env=env, capture_output=True, text=True,
+                               check=True)
+            runs[f"{cap}, {threads} thread(s)"] = r.stdout.strip()
+    for name, d in runs.items():
+        print(f"digest of torch's orders, {name:22s} {d}  {'same' if d == here else 'DIFFERENT'}")
+
+    # Timings on (1, 50257).
+    rng = np.random.default_rng(0)
+    for name, row in [("normal logits", rng.normal(size=(1, V)).astype(np.float32)),
+                      ("all equal", np.zeros((1, V), np.float32))]:
+        t0 = time.perf_counter()
+        for _ in range(5):
+            torch.sort(torch.from_numpy(row))
+        t1 = time.perf_counter()
+        for _ in range(5):
+            torch_cpu_sort_order(row)
+        t2 = time.perf_counter()
+        members = np.arange(V) if name == "all equal" else np.array([0])
+        torch_cpu_tie_order(row[0], members)
+        t3 = time.perf_counter()
+        print(f"(1, {V}) {name}: torch.sort {1e3 * (t1 - t0) / 5:.1f} ms, torch_cpu_sort_order "
+              f"{1e3 * (t2 - t1) / 5:.1f} ms, torch_cpu_tie_order of {members.size} {1e3 * (t3 - t2):.1f} ms")
+
+    if args.out:
+        np.savez_compressed(args.out, **{f"{i}_{'desc' if d else 'asc'}_{cases[i][0]}": t
+                                         for (i, d), t in torch_orders.items()})
+        print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()
