@@ -43,6 +43,7 @@ from ..numerics import softmax
 from ..validation import is_float, is_number, warn
 from .arguments import check_count, check_filter_value, check_positive_float, check_scores
 from .logits_process import LogitsProcessor
+from .torch_sort import torch_order_at_cut
 
 __all__ = [
     "top_k_top_p_filtering",
@@ -188,6 +189,8 @@ def top_p_warp(
         cumulative = np.cumsum(probs, dtype=np.float64).astype(np.float32)  # the left-out zeros add 0.0
         keep = ~(cumulative <= threshold)  # NaN mass removes nothing
         keep[max(n - min_tokens_to_keep, 0) :] = True  # the most probable m always stay
+        for cut in np.flatnonzero(keep[1:] != keep[:-1]).tolist():  # where removed meets kept (once)
+            torch_order_at_cut(row, order, cut + 1)  # tied tokens on both sides: torch's sort chooses
         out[b, order[keep]] = row[order[keep]]  # sorted order -> token order
     return out
 

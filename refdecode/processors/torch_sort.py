@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["torch_cpu_sort_order", "torch_cpu_tie_order", "sort_keys", "std_sort_literal"]
+__all__ = ["torch_cpu_sort_order", "torch_cpu_tie_order", "torch_cpu_reorder", "torch_order_at_cut", "sort_keys",
+           "std_sort_literal"]
 
 _THRESHOLD = 16  # libstdc++'s _S_threshold: ranges of at most this many entries are left to the insertion sort
 _SMALL = 96  # ranges of at most this many entries: the literal Python algorithm (faster than NumPy calls there)
@@ -278,3 +279,60 @@ def torch_cpu_tie_order(row: np.ndarray, members: np.ndarray, descending: bool =
         return np.unique(members)
     perm = _arrangement(keys, watch)
     return perm[watch[perm]]
+
+
+def torch_cpu_reorder(row: np.ndarray, order: np.ndarray, positions: np.ndarray, descending: bool = False) -> np.ndarray:
+    """``order`` (a stable sort of ``row``) with the entries at sorted ``positions`` put in torch's order: int64 (V,).
+
+    ``row``: float32 (V,); ``order``: the stable argsort of ``row`` (``np.argsort(row, kind="stable")``,
+    or of ``-row`` for ``descending``); ``positions``: the sorted positions of whole tie groups (every
+    position of each group). Returns a new order equal to ``torch.sort(row, descending).indices`` at
+    those positions and to ``order`` elsewhere.
+
+    >>> row = np.zeros(17, dtype=np.float32); row[3] = 1.0
+    >>> torch_cpu_reorder(row, np.argsort(row, kind="stable"), np.arange(16))
+    array([ 8, 16, 15, 14, 13, 12, 11, 10,  9,  0,  7,  6,  5,  4,  2,  1,  3])
+    """
+    row = _check_values(row, "row")
+    positions = np.unique(np.asarray(positions, dtype=np.int64))
+    out = np.array(order, dtype=np.int64)
+    if row.ndim != 1 or out.shape != row.shape:
+        raise ValueError(f"`row` and `order` have to be 1-D of one length, but have shapes {row.shape} and {out.shape}")
+    if positions.size and (positions[0] < 0 or positions[-1] >= row.size):
+        raise ValueError(f"`positions` have to be sorted positions in [0, {row.size}), but are {positions!r}")
+    if positions.size < 2 or row.size <= _THRESHOLD:
+        return out
+    keys = sort_keys(row, bool(descending))
+    watch = np.zeros(row.size, dtype=bool)
+    watch[out[positions]] = True
+    perm = _arrangement(keys, watch)
+    members = perm[watch[perm]]  # torch's relative order of the watched entries
+    out[positions] = members[np.argsort(keys[members], kind="stable")]  # group by group, in key order
+    return out
+
+
+def torch_order_at_cut(row: np.ndarray, order: np.ndarray, cut: int, descending: bool = False) -> None:
+    """If the entries at sorted positions ``cut - 1`` and ``cut`` tie, put their tie group in torch's order, in place.
+
+    ``row``: float32 (V,), the whole row torch sorts; ``order``: int ids, a stable sort of ``row`` (or of a
+    subset of its ids that holds every member of the group at the cut: top-p leaves out the ``-inf``
+    entries); ``cut``: a sorted position where a warper treats ``order[:cut]`` and ``order[cut:]``
+    differently (removed / kept). Which tied ids fall on each side is then torch's choice; every other
+    position of ``order`` is left alone. Rows of at most 16 entries: torch's sort is stable, nothing moves.
+
+    >>> order = np.arange(17)                    # the stable ascending order of zeros((17,))
+    >>> torch_order_at_cut(np.zeros(17, dtype=np.float32), order, 8); order[8:]   # top-p 0.5 keeps these
+    array([9, 0, 7, 6, 5, 4, 3, 2, 1])
+    """
+    if row.size <= _THRESHOLD or not 0 < cut < order.size:
+        return
+    values = row[order]
+    a, b = values[cut - 1], values[cut]
+    if a == b:
+        group = values == a
+    elif np.isnan(a) and np.isnan(b):
+        group = np.isnan(values)
+    else:
+        return
+    first, last = int(np.argmax(group)), int(group.size - np.argmax(group[::-1]))  # the group is one run
+    order[first:last] = torch_cpu_tie_order(row, order[first:last], descending)

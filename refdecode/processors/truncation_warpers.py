@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .logits_warp import LogitsWarper
+from .torch_sort import torch_order_at_cut
 from ..numerics import log_softmax, softmax
 from .arguments import check_filter_value, check_scores
 from ..validation import is_integer, is_number
@@ -88,6 +89,8 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     logp = log_softmax(scores)
     distance = np.abs(-logp - _entropy(logp))  # (B, V)
     order = np.argsort(distance, axis=-1, kind="stable")  # ascending; NaN (all -inf row) last
+    for b in range(order.shape[0]):  # tied tokens across the min_tokens_to_keep cut: torch's sort chooses
+        torch_order_at_cut(distance[b], order[b], min_tokens_to_keep)
     sorted_distance = np.take_along_axis(distance, order, axis=-1)
     probs = softmax(np.take_along_axis(scores, order, axis=-1))
     cumulative = np.cumsum(probs, axis=-1, dtype=np.float64).astype(np.float32)

@@ -34,92 +34,10 @@ import torch
 
 from refdecode.processors.torch_sort import sort_keys, std_sort_literal, torch_cpu_sort_order, torch_cpu_tie_order
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_torch_sort_golden import adversary  # noqa: E402
+
 V = 50257
-
-
-def adversary(n: int) -> np.ndarray:
-    """McIlroy's "killer adversary" against libstdc++'s introsort, float32 (n,): it reaches the heapsort.
-
-    The sort runs on items whose values are decided lazily ("gas" until compared with another gas item,
-    then "frozen" to the next small integer, the pivot candidate first): the partitions come out as
-    unbalanced as the median of three allows, the depth limit 2*floor(log2 n) runs out and the rest is
-    heapsorted. Once the heapsort starts, gas items stay gas and compare equal, so the returned row
-    (frozen values, then every gas item = n) is sorted along exactly that path with a large tie group
-    inside the heapsort.
-    """
-    gas = n
-    val = [gas] * n
-    state = {"solid": 0, "candidate": 0, "heap": False}
-
-    def less(x: int, y: int) -> bool:
-        if val[x] == gas and val[y] == gas:
-            if state["heap"]:
-                return False
-            z = x if x == state["candidate"] else y
-            val[z] = state["solid"]
-            state["solid"] += 1
-        if val[x] == gas:
-            state["candidate"] = x
-        elif val[y] == gas:
-            state["candidate"] = y
-        return val[x] < val[y]
-
-    a = list(range(n))
-
-    def adjust(base: int, hole: int, length: int, value: int) -> None:
-        top = second = hole
-        while second < (length - 1) // 2:
-            second = 2 * (second + 1)
-            if less(a[base + second], a[base + second - 1]):
-                second -= 1
-            a[base + hole] = a[base + second]
-            hole = second
-        if length % 2 == 0 and second == (length - 2) // 2:
-            second = 2 * (second + 1)
-            a[base + hole] = a[base + second - 1]
-            hole = second - 1
-        parent = (hole - 1) // 2
-        while hole > top and less(a[base + parent], value):
-            a[base + hole] = a[base + parent]
-            hole, parent = parent, (parent - 1) // 2
-        a[base + hole] = value
-
-    def intro(first: int, last: int, depth: int) -> None:
-        while last - first > 16:
-            if depth == 0:
-                state["heap"] = True
-                length = last - first
-                for p in range((length - 2) // 2, -1, -1):
-                    adjust(first, p, length, a[first + p])
-                while last - first > 1:
-                    last -= 1
-                    value, a[last] = a[last], a[first]
-                    adjust(first, 0, last - first, value)
-                return
-            depth -= 1
-            mid, x, z = first + (last - first) // 2, first + 1, last - 1
-            if less(a[x], a[mid]):
-                m = mid if less(a[mid], a[z]) else (z if less(a[x], a[z]) else x)
-            else:
-                m = x if less(a[x], a[z]) else (z if less(a[mid], a[z]) else mid)
-            a[first], a[m] = a[m], a[first]
-            lo, hi = first + 1, last
-            while True:
-                while less(a[lo], a[first]):
-                    lo += 1
-                hi -= 1
-                while less(a[first], a[hi]):
-                    hi -= 1
-                if not lo < hi:
-                    break
-                a[lo], a[hi] = a[hi], a[lo]
-                lo += 1
-            intro(lo, last, depth)
-            last = lo
-
-    intro(0, n, 2 * (n.bit_length() - 1))
-    assert state["heap"], n
-    return np.array(val, dtype=np.float32)
 
 
 def inputs(rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
