@@ -155,9 +155,10 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
 
     .. math:: \text{remove } v \text{ if } p_v < \text{min\_p}\cdot\max_u p_u
 
-    except the first ``min_tokens_to_keep`` tokens in descending score order (stable: among equal
-    scores the lower id comes first). ``min_p = 0`` removes nothing, ``min_p = 1`` keeps only the
-    tokens tied with the best.
+    except the first ``min_tokens_to_keep`` tokens in descending score order (``torch.argsort``'s order:
+    among equal scores the lower id comes first in rows of up to 16 entries; above, the tied tokens
+    across the cut are the ones torch's CPU sort puts first, :mod:`refdecode.processors.torch_sort`).
+    ``min_p = 0`` removes nothing, ``min_p = 1`` keeps only the tokens tied with the best.
 
     transformers **4.41** ``MinPLogitsWarper`` (newer than the pinned 4.38.2; golden-checked
     against 4.41.0). The threshold is the float32 product ``min_p * max(p)``.
@@ -169,8 +170,10 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
     check_scores(scores)
     probs = softmax(scores)
     remove = probs < np.float32(min_p) * probs.max(axis=-1, keepdims=True)  # (B, V)
-    order = np.argsort(-scores, axis=-1, kind="stable")[:, :min_tokens_to_keep]  # the m best, stable
-    np.put_along_axis(remove, order, False, axis=-1)
+    order = np.argsort(-scores, axis=-1, kind="stable")  # (B, V) descending; ties: lower id first
+    for b in range(order.shape[0]):  # tied tokens across the min_tokens_to_keep cut: torch's argsort chooses
+        torch_order_at_cut(scores[b], order[b], min_tokens_to_keep, descending=True)
+    np.put_along_axis(remove, order[:, :min_tokens_to_keep], False, axis=-1)  # the m best
     return np.where(remove, np.float32(filter_value), scores)
 
 

@@ -200,3 +200,48 @@ def test_bad_members():
         torch_cpu_tie_order(np.zeros((1, 20), np.float32), [0, 1])
     with pytest.raises(ValueError, match=r"`positions`"):
         torch_cpu_reorder(row, np.arange(20), [-1, 2])
+
+
+# ----------------------------------------------------------------------------------------------
+# The warpers' rules written over the literal algorithm's full order (no golden: min-p is transformers
+# 4.41, not the pinned 4.38.2; typical on random tied rows)
+
+from refdecode.numerics import log_softmax, softmax  # noqa: E402
+from refdecode.processors.truncation_warpers import min_p_warp, typical_warp  # noqa: E402
+
+tie_scores = st.tuples(st.integers(1, 3), st.integers(17, 120), st.integers(1, 5), st.integers(0, 2**32 - 1)).map(
+    lambda t: np.random.default_rng(t[3]).integers(-2, 3, (t[0], t[1])).astype(np.float32) * np.float32(0.5 * t[2]))
+
+
+def literal_order(row: np.ndarray, descending: bool = False) -> np.ndarray:
+    return np.array(std_sort_literal(sort_keys(row, descending).tolist()), dtype=np.int64)
+
+
+@given(tie_scores, st.sampled_from([0.05, 0.2, 0.5, 0.9]), st.integers(1, 30))
+def test_min_p_keeps_the_m_best_in_torch_order(scores, min_p, m):
+    """transformers 4.41's MinPLogitsWarper: ``argsort(scores, descending=True)[:m]`` is never removed."""
+    probs = softmax(scores)
+    remove = probs < np.float32(min_p) * probs.max(axis=-1, keepdims=True)
+    for b in range(scores.shape[0]):
+        remove[b, literal_order(scores[b], descending=True)[:m]] = False
+    np.testing.assert_array_equal(min_p_warp(scores, min_p, min_tokens_to_keep=m),
+                                  np.where(remove, np.float32(-np.inf), scores))
+
+
+@given(tie_scores, st.sampled_from([0.01, 0.2, 0.5, 0.95]), st.integers(1, 40))
+def test_typical_keeps_the_first_m_in_torch_order(scores, mass, m):
+    """transformers 4.38.2's TypicalLogitsWarper, its sort replaced by the literal std::sort."""
+    logp = log_softmax(scores)
+    with np.errstate(invalid="ignore"):
+        entropy = -np.nansum(logp * np.exp(logp), axis=-1, keepdims=True)
+    distance = np.abs(-logp - entropy)
+    want = scores.copy()
+    for b in range(scores.shape[0]):
+        order = literal_order(distance[b])
+        d = distance[b, order]
+        cumulative = np.cumsum(softmax(scores[b, order][None])[0], dtype=np.float64).astype(np.float32)
+        last = min(int((cumulative < np.float32(mass)).sum()), scores.shape[1] - 1)
+        remove = d > d[last]
+        remove[:m] = False
+        want[b, order[remove]] = -np.inf
+    np.testing.assert_array_equal(typical_warp(scores, mass, min_tokens_to_keep=m), want)
