@@ -19,9 +19,11 @@ which ``generate`` builds them (transformers' ``_get_logits_warper``; min-p from
 
     Temperature -> TopK -> TopP -> MinP -> Typical -> Epsilon -> Eta -> LogitNormalization
 
-Ties: typical sorts ascending and min-p descending with a *stable* sort (equal keys keep token-id
-order), which is what ``torch.sort`` does on CPU for rows of up to 16 entries; above 16 torch's
-order among equal keys is not stable (see docs/top-p.md). Epsilon and eta compare values only.
+Ties: typical sorts ascending and min-p descending in ``torch.sort``'s CPU order: stable (equal keys
+in token-id order) for rows of up to 16 entries, libstdc++'s introsort's order above, reproduced by
+:mod:`refdecode.processors.torch_sort` where it decides the output: for the tie group that straddles
+the ``min_tokens_to_keep`` cut (see docs/top-p.md, "Ties beyond 16 entries"). Epsilon and eta compare
+values only.
 
 Docs: docs/entropy-sampling.md.
 """
@@ -79,7 +81,13 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     it is far more probable than typical).
 
     transformers 4.38.2 ``TypicalLogitsWarper``. The cumulative sum accumulates in float64 and
-    rounds to float32, like torch's CPU ``cumsum``; ``mass`` is compared as float32.
+    rounds to float32, like torch's CPU ``cumsum``; ``mass`` is compared as float32. Ties in
+    :math:`d`: "the first ``min_tokens_to_keep``" are those of torch's CPU sort (stable up to 16
+    entries; above, the tie group across that cut is put in torch's order). The order of other tied
+    tokens is not reproduced: a tie group with one score is kept or removed whole, and tokens with
+    different scores but equal :math:`d` change only the summation order of the softmax and the
+    cumulative sum, whose float32 rounding refdecode does not reproduce bit for bit on long rows
+    anyway (its softmax sums in NumPy's order, not torch's).
 
     >>> s = np.log(np.array([[0.5, 0.25, 0.15, 0.1]], dtype=np.float32))   # H = 1.21 nats
     >>> typical_warp(s, 0.5)              # d = [0.52, 0.18, 0.69, 1.09]: token 1, then 0 (mass 0.75)
