@@ -32,7 +32,6 @@ import torch
 import transformers
 from transformers import TopPLogitsWarper, TypicalLogitsWarper
 
-torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "golden" / "torch_sort.npz"
 FORMAT_VERSION = 1
@@ -221,6 +220,7 @@ def warp_inputs(rng: np.random.Generator) -> list[tuple[str, str, dict, np.ndarr
 
 def main() -> None:
     assert transformers.__version__ == "4.38.2", transformers.__version__
+    torch.set_num_threads(1)
     assert torch.__version__.startswith("2.13.0"), torch.__version__
     rng = np.random.default_rng(924)
     arrays: dict[str, np.ndarray] = {}
