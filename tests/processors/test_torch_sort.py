@@ -245,3 +245,58 @@ def test_typical_keeps_the_first_m_in_torch_order(scores, mass, m):
         remove[:m] = False
         want[b, order[remove]] = -np.inf
     np.testing.assert_array_equal(typical_warp(scores, mass, min_tokens_to_keep=m), want)
+
+
+# ----------------------------------------------------------------------------------------------
+# The two sorts in the beam loops: beam sample's 2K drawn candidates and the constrained scorer's banks
+
+
+from refdecode.decoding.beam.beam_search import sample_candidates  # noqa: E402
+from refdecode.decoding.beam.constrained_beam_scorer import bank_round_robin  # noqa: E402
+
+
+def round_robin_438(banks: np.ndarray, scores: np.ndarray, n: int) -> np.ndarray:
+    """ConstrainedBeamSearchScorer.step_sentence_constraint (4.38.2, beam_search.py lines 781-799), with
+    ``zipped.sort(descending=True)`` replaced by the literal std::sort."""
+    zipped = (banks * 100).astype(np.float32) + scores
+    indices = np.array(std_sort_literal(sort_keys(zipped, descending=True).tolist()))
+    sorted_banks = banks[indices]
+    counter, cur_bank, increments = -1, sorted_banks[0], []
+    for bank in sorted_banks:
+        if bank == cur_bank:
+            counter += 1
+        else:
+            counter, cur_bank = 0, bank
+        increments.append(counter)
+    return indices[np.argsort(increments, kind="mergesort")][:n]
+
+
+@given(st.integers(1, 60), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_bank_round_robin_orders_ties_as_torch(c, n_banks, seed):
+    rng = np.random.default_rng(seed)
+    banks = rng.integers(0, n_banks, c)
+    scores = (rng.integers(-3, 1, c) * 0.5).astype(np.float32)  # few values: ties within a bank
+    n = max(1, c // 2)
+    np.testing.assert_array_equal(bank_round_robin(banks, scores, n), round_robin_438(banks, scores, n))
+
+
+def test_bank_round_robin_is_not_a_stable_sort_over_16():
+    banks = np.zeros(20, dtype=np.int64)
+    scores = np.zeros(20, dtype=np.float32)
+    assert bank_round_robin(banks, scores, 5).tolist() == round_robin_438(banks, scores, 5).tolist() != list(range(5))
+
+
+@pytest.mark.parametrize("beams", [2, 8, 9, 12])
+def test_beam_sample_candidates_sorted_as_torch(beams):
+    """4.38.2 (utils.py line 3463): ``torch.sort(next_token_scores, descending=True, dim=1)`` on the 2K draws."""
+    rng = np.random.default_rng(beams)
+    vocab, n = 7, 2 * beams
+    total = (rng.integers(-2, 1, (2, beams, vocab)) * 0.25).astype(np.float32)  # (B, K, V) with many ties
+    drawn = np.stack([rng.permutation(beams * vocab)[:n] for _ in range(2)])
+    scores, beam, token = sample_candidates(total, n, lambda p, k, r, g: drawn, None)
+    flat = total.reshape(2, -1)
+    for b in range(2):
+        drawn_scores = flat[b, drawn[b]]
+        order = std_sort_literal(sort_keys(drawn_scores, descending=True).tolist())
+        np.testing.assert_array_equal(beam[b] * vocab + token[b], drawn[b, order])
+        np.testing.assert_array_equal(scores[b], drawn_scores[order])
