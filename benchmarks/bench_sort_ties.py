@@ -2,9 +2,11 @@
 
     .venv/bin/python benchmarks/bench_sort_ties.py [--repeat 50]
 
-Rows: GPT-2-like logits (normal, scale 3; no ties at the cut), the same after top-k 50 (49,207 -inf,
-the case generate's defaults give), logits rounded to 0.01 (ties everywhere, one straddles the cut),
-and an all-equal row (one tie group of 50,257: the worst case for reproducing torch's sort order).
+Rows: GPT-2-like logits (normal, scale 3; no ties at the cut), the same after top-k 50 (50,207 -inf,
+the case generate's defaults give), logits rounded to 0.01, to 1 (ties everywhere; top-p 0.9's cut
+falls in a tie group of 50 and of 5,000), rounded to 0.1 then top-k 200 (a tie group at the cut among
+the finite scores, which torch sorts with the 50,057 -inf), and an all-equal row (one tie group of
+50,257).
 Prints the best time per call in milliseconds (the machine is shared: the minimum is the stable
 figure), and the same with torch's tie order switched off (``torch_order_at_cut`` replaced by a no-op:
 the stable order refdecode used before), timed alternately in one process, and the ratio. Issue 24
@@ -33,6 +35,8 @@ def rows() -> dict[str, np.ndarray]:
         "logits": logits,
         "logits after top-k 50": top_k_warp(logits, 50),
         "logits rounded to 0.01": np.round(logits, 2).astype(np.float32),
+        "rounded to 1": np.round(logits).astype(np.float32),
+        "rounded to 0.1, top-k 200": top_k_warp(np.round(logits, 1).astype(np.float32), 200),
         "all equal": np.zeros((1, V), np.float32),
     }
 

@@ -154,8 +154,10 @@ def _insertion_sort_py(a: list) -> None:
     a.sort(key=lambda pair: pair[0])  # Python's sort is stable: the same result
 
 
-def _partition(keys: np.ndarray, perm: np.ndarray, first: int, last: int) -> int:
-    """``__unguarded_partition_pivot(first, last)`` on ``keys``/``perm`` in place, all scans at once; returns the cut.
+def _partition(keys: np.ndarray, others: tuple, first: int, last: int) -> int:
+    """``__unguarded_partition_pivot(first, last)`` on ``keys`` in place, all scans at once; returns the cut.
+
+    ``others``: arrays aligned with ``keys`` (the ids, flags) that move with them.
 
     The median of three is moved to ``first`` and is the pivot ``p``. Scanning ``[first+1, last)``, the
     left scan stops at the entries with ``not key < p`` (positions L0 < L1 < ...), the right scan at
@@ -170,21 +172,25 @@ def _partition(keys: np.ndarray, perm: np.ndarray, first: int, last: int) -> int
         m = mid if ky < kz else (last - 1 if kx < kz else first + 1)
     else:
         m = first + 1 if kx < kz else (last - 1 if ky < kz else mid)
-    keys[[first, m]] = keys[[m, first]]
-    perm[[first, m]] = perm[[m, first]]
+    for arr in (keys, *others):
+        arr[[first, m]] = arr[[m, first]]
     pivot = keys[first]
-    part = keys[first + 1 : last]
+    part = keys[first + 1 : last]  # a view
     left = np.flatnonzero(~(part < pivot))  # ascending
     right = np.flatnonzero(~(pivot < part))[::-1]  # descending
-    n = min(left.size, right.size)
-    crossed = left[:n] >= right[:n]  # False on a prefix, then True
-    k = int(np.argmax(crossed)) if crossed.any() else n
-    if k:
-        lo, hi = left[:k] + first + 1, right[:k] + first + 1
-        keys[lo], keys[hi] = keys[hi], keys[lo].copy()
-        perm[lo], perm[hi] = perm[hi], perm[lo].copy()
+    lo, hi = 0, min(left.size, right.size)
+    while lo < hi:  # k = the first t with left[t] >= right[t]: left rises, right falls, so bisect
+        t = (lo + hi) // 2
+        if left[t] < right[t]:
+            lo = t + 1
+        else:
+            hi = t
+    k = lo
     if k == 0:
         return int(left[0]) + first + 1
+    a, b = left[:k], right[:k]
+    for arr in (part, *(o[first + 1 : last] for o in others)):
+        arr[a], arr[b] = arr[b], arr[a]  # fancy indexing reads copies: a plain exchange
     stop = int(right[k - 1])
     if k < left.size:
         stop = min(stop, int(left[k]))
@@ -206,7 +212,7 @@ def _equal_range_order(n: int, depth: int) -> np.ndarray:
             _heapsort_py(pairs, 0, n)
             order = np.array([i for _, i in pairs], dtype=np.int64)
         else:
-            cut = _partition(np.zeros(n), order, 0, n)
+            cut = _partition(np.zeros(n), (order,), 0, n)
             order[:cut] = order[:cut][_equal_range_order(cut, depth - 1)]
             order[cut:] = order[cut:][_equal_range_order(n - cut, depth - 1)]
     order.setflags(write=False)
@@ -227,10 +233,13 @@ def _arrangement(keys: np.ndarray, watch: np.ndarray | None) -> np.ndarray:
         first, last, depth = stack.pop()
         if last - first <= _THRESHOLD:
             continue
-        if watch is not None and np.count_nonzero(watch[perm[first:last]]) < 2:
+        count = last - first if watch is None else np.count_nonzero(watch[perm[first:last]])
+        if count < 2:
             continue
-        part = keys[first:last]
-        if part.min() == part.max():  # one key: a known arrangement (NaN keys are +inf here, so they compare)
+        # One key: a known arrangement (NaN keys are +inf here, so they compare). When ``watch`` holds whole
+        # tie groups (as every caller's does), only a range of watched entries can be one key: a range of
+        # unwatched equal keys holds fewer than two watched ones and was left above.
+        if count == last - first and keys[first:last].min() == keys[first:last].max():
             perm[first:last] = perm[first:last][_equal_range_order(last - first, depth)]
             continue
         if last - first <= _SMALL or depth == 0:
@@ -239,7 +248,7 @@ def _arrangement(keys: np.ndarray, watch: np.ndarray | None) -> np.ndarray:
             perm[first:last] = [i for _, i in pairs]
             keys[first:last] = [k for k, _ in pairs]
             continue
-        cut = _partition(keys, perm, first, last)
+        cut = _partition(keys, (perm,), first, last)
         stack.append((first, cut, depth - 1))
         stack.append((cut, last, depth - 1))
     return perm
