@@ -26,14 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 import refdecode
 from transformers_api.params import expand
 
-__all__ = ["torch", "nn", "Tensor", "ids_tensor", "floats_tensor", "torch_device", "expand",
+__all__ = ["torch", "nn", "Tensor", "slow", "ids_tensor", "floats_tensor", "torch_device", "expand",
            "AutoTokenizer", "AutoModelForCausalLM", "AutoConfig", "CaptureStdout", "MODELS", "LOCAL_MODEL"]
 
 torch_device = "cpu"
+slow = pytest.mark.slow  # the package's marker for tests of 0.3 s or more (the torch shim's is a no-op)
 MODELS = Path(__file__).resolve().parents[2] / "models"
 LOCAL_MODEL = MODELS / "gpt2-tiny"
 # the hub ids transformers' generation tests load, and the shipped stand-in each resolves to
@@ -329,6 +331,9 @@ class _GenerateMethod:
 
     def generate(self, *args: Any, **kwargs: Any) -> Any:
         return refdecode.generate(self._model, *args, **kwargs)
+
+    def to(self, device: Any) -> "_GenerateMethod":  # devices are torch's; NumPy computes on the CPU
+        return self
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)

@@ -20,10 +20,15 @@ from transformers.testing_utils import CaptureStdout
 
 from transformers_api.params import expand
 
-__all__ = ["torch", "nn", "ids_tensor", "floats_tensor", "torch_device", "expand",
+__all__ = ["torch", "nn", "slow", "ids_tensor", "floats_tensor", "torch_device", "expand",
            "AutoTokenizer", "AutoModelForCausalLM", "AutoConfig", "CaptureStdout", "MODELS", "LOCAL_MODEL"]
 
 torch_device = "cpu"
+
+
+def slow(cls: Any) -> Any:  # pytest's marker in the NumPy shim; unittest runs everything here
+    return cls
+
 MODELS = Path(__file__).resolve().parents[2] / "models"
 LOCAL_MODEL = MODELS / "gpt2-tiny"
 HUB_STAND_INS = {"hf-internal-testing/tiny-random-gpt2": LOCAL_MODEL, "distilgpt2": LOCAL_MODEL,
