@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the counts to this file")
     args = parser.parse_args(argv)
     install_imports()
-    warnings.simplefilter("ignore")  # 4.38.2's deprecation warnings; scenarios that check warnings record their own
+
     totals, report, failed = {"run": 0, "passed": 0, "failed": 0, "skipped": 0}, {}, False
     for name in [m for m in MODULES if (SCENARIOS / f"{m}.py").exists()]:
         suite = unittest.defaultTestLoader.loadTestsFromModule(load(name))
