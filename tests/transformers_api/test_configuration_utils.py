@@ -112,7 +112,7 @@ class GenerationConfigTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             GenerationConfig(do_sample=True, num_beams=2, constraints=["dummy"])
         # (transformers' later text also expects force_words_ids with do_sample=True to raise here; 4.38.2's
-        # validate accepts it and generate refuses it: not a 4.38.2 scenario, see docs/porting.md)
+        # validate accepts it, as refdecode's does: not a 4.38.2 scenario)
         # generate()-only arguments are not configuration
         with self.assertRaises(ValueError):
             GenerationConfig(logits_processor="foo")
