@@ -161,8 +161,9 @@ class GPT2Config:
 def _set_special_token(self: GPT2Config, name: str, value: Any) -> None:
     """The architecture is frozen; the special token ids may be set, as on transformers' ``PretrainedConfig``.
 
-    transformers' tests write ``model.config.eos_token_id = -1`` before ``generate`` (4.38.2 then decodes with
-    ``model.generation_config``, which a checkpoint's generation_config.json fixed at loading; so does refdecode).
+    transformers' tests write ``model.config.eos_token_id = -1`` before ``generate``. It changes nothing there: 4.38.2's
+    ``generate`` reads ``model.generation_config`` (the token ids are not among the model-config fields its legacy
+    route copies), and neither does refdecode's (docs/porting.md).
 
     >>> c = GPT2Config(); c.eos_token_id = -1; c.eos_token_id
     -1
