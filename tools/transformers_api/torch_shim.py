@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import transformers
 from torch import nn
-from transformers.testing_utils import CaptureStdout
+from transformers.testing_utils import CaptureStdout as _CaptureStdout
 
 from transformers_api.params import expand
 
@@ -52,6 +52,11 @@ def floats_tensor(shape: Any, scale: float = 1.0, rng: Any = None, name: Any = N
         total *= dim
     values = [rng.random() * scale for _ in range(total)]
     return torch.tensor(data=values, dtype=torch.float, device=torch_device).view(shape).contiguous()
+
+
+def CaptureStdout() -> Any:
+    """transformers.testing_utils.CaptureStdout, without printing the captured text again on exit."""
+    return _CaptureStdout(replay=False)
 
 
 def _local(name: Any) -> str:
