@@ -35,6 +35,14 @@ from ..validation import (
 __all__ = ["GPT2Config"]
 
 
+SPECIAL_TOKEN_FIELDS = ("bos_token_id", "eos_token_id")
+
+
+def _check_special_token(name: str, value: Any) -> int | None:
+    """bos: a token id or None; eos also a negative id (no token matches it: never stop, as transformers' tests use)."""
+    return check_token_ids(name, value, allow_list=False, no_token=name == "eos_token_id")
+
+
 @dataclass(frozen=True)
 class GPT2Config:
     """The GPT-2 architecture, as in ``transformers.GPT2Config`` (names and defaults).
@@ -90,13 +98,14 @@ class GPT2Config:
                                                      sorted(ACT2FN))
         values["layer_norm_epsilon"] = check_float("layer_norm_epsilon", self.layer_norm_epsilon, minimum=0.0,
                                                    min_open=True)
-        for name in ("bos_token_id", "eos_token_id"):
-            values[name] = check_token_ids(name, getattr(self, name), allow_list=False)
+        for name in SPECIAL_TOKEN_FIELDS:
+            values[name] = _check_special_token(name, getattr(self, name))
         for name in ("scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
                      "tie_word_embeddings"):
             values[name] = check_boolean(name, getattr(self, name))
         for name, value in values.items():
             object.__setattr__(self, name, value)  # frozen: normalised once, here
+
 
     def n_params(self) -> int:
         """Number of float32 weights the checkpoint must hold (biases and LayerNorms included).
@@ -147,3 +156,26 @@ class GPT2Config:
             return cls.from_dict(d)
         except ValueError as e:  # ArgumentTypeError included
             raise type(e)(f"{path}: {e}") from None
+
+
+def _set_special_token(self: GPT2Config, name: str, value: Any) -> None:
+    """The architecture is frozen; the special token ids may be set, as on transformers' ``PretrainedConfig``.
+
+    transformers' tests write ``model.config.eos_token_id = -1`` before ``generate``. It changes nothing there: 4.38.2's
+    ``generate`` reads ``model.generation_config`` (the token ids are not among the model-config fields its legacy
+    route copies), and neither does refdecode's (docs/porting.md).
+
+    >>> c = GPT2Config(); c.eos_token_id = -1; c.eos_token_id
+    -1
+    >>> c.n_layer = 3
+    Traceback (most recent call last):
+    ...
+    dataclasses.FrozenInstanceError: cannot assign to field 'n_layer' (only ('bos_token_id', 'eos_token_id') may change after loading: the weights fix the rest)
+    """
+    if name not in SPECIAL_TOKEN_FIELDS:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r} (only {SPECIAL_TOKEN_FIELDS} "
+                                              f"may change after loading: the weights fix the rest)")
+    object.__setattr__(self, name, _check_special_token(name, value))
+
+
+GPT2Config.__setattr__ = _set_special_token  # type: ignore[method-assign]  # (a frozen dataclass may not define it)

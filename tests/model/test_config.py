@@ -46,11 +46,25 @@ def test_unknown_keys_are_ignored_and_config_is_frozen():
     ({"n_head": 2.0}, "`n_head` must be an integer >= 1, got 2.0"),
     ({"n_inner": 0}, "`n_inner` must be an integer >= 1 or None, got 0"),
     ({"layer_norm_epsilon": 0.0}, r"`layer_norm_epsilon` must be a finite number > 0.0, got 0.0"),
-    ({"eos_token_id": -1}, r"`eos_token_id` must be a token id \(an integer >= 0\) or None, got -1"),
+    ({"bos_token_id": -1}, r"`bos_token_id` must be a token id \(an integer >= 0\) or None, got -1"),
+    ({"eos_token_id": 1.5}, r"`eos_token_id` must be a token id \(an integer; negative: no token\) or None, got 1.5"),
 ])
 def test_bad_configs_are_refused_with_the_field_named(changes, match):
     with pytest.raises(ValueError, match=match):
         GPT2Config.from_dict({"model_type": "gpt2"} | changes)
+
+
+def test_special_token_ids_may_be_set_the_architecture_may_not():
+    # transformers' streamer tests write model.config.eos_token_id = -1 ("never stop") before generate
+    c = GPT2Config()
+    c.eos_token_id = -1
+    c.bos_token_id = 7
+    assert (c.eos_token_id, c.bos_token_id) == (-1, 7)
+    assert GPT2Config.from_dict({"model_type": "gpt2", "eos_token_id": -1}).eos_token_id == -1
+    with pytest.raises(ValueError, match=r"`bos_token_id` must be a token id \(an integer >= 0\) or None, got -2"):
+        c.bos_token_id = -2
+    with pytest.raises(dataclasses.FrozenInstanceError, match="'n_embd'"):
+        c.n_embd = 64
 
 
 def test_file_errors(tmp_path):
