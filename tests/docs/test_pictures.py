@@ -25,7 +25,8 @@ SCRIPT = ROOT / "tools" / "pictures" / "make_pictures.py"
 ALGORITHM_PAGES = ["greedy.md", "beam-search.md", "beam-sample.md", "group-beam-search.md", "temperature.md",
                    "top-k.md", "top-p.md", "repetition-penalty.md", "no-repeat-ngram.md", "min-length.md", "gpt2.md",
                    "sampling.md", "contrastive-search.md", "constrained-beam-search.md", "entropy-sampling.md",
-                   "speculative-decoding.md", "processors.md",
+                   "speculative-decoding.md", "processors.md", "bad-words-and-forcing.md", "guidance.md",
+                   "stopping.md",
                    # issue 25's acceptance: the index and choosing-a-strategy too
                    "index.md", "choosing-a-strategy.md"]
 
@@ -167,6 +168,29 @@ def test_concept_pictures_show_what_their_pages_say(regenerated):
     assert mean(strat["top-p 0.9"], "distinct2") > mean(strat["beam, K=4"], "distinct2") > mean(strat["greedy"],
                                                                                                "distinct2")
     assert round(strat["greedy"][0]["mean_logp"], 3) == -1.316      # docs/choosing-a-strategy.md's worked example
+
+    bw = load("bad-words-and-forcing")
+    raw, bad, bias, forced = bw["stages"]
+    banned, boosted = bw["token_ids"].index(bw["banned"]), bw["token_ids"].index(bw["boosted"])
+    assert bad["probs"][banned] == 0 and bad["minus_inf"][banned] and sum(bad["minus_inf"]) == 1
+    assert bias["probs"][boosted] > raw["probs"][boosted] and bias["probs"][boosted] == max(bias["probs"])
+    assert forced["probs"][bw["token_ids"].index(bw["eos"])] == 1.0 and sum(forced["minus_inf"]) == 5
+
+    gd = load("guidance")
+    be = [pn["probs"][0] for pn in gd["panels"]]                       # the guidance page's prose: " be" rises
+    assert gd["tokens"][0] == " be" and be[0] < be[1] < be[2] < be[3]
+    for j, t in enumerate(gd["tokens"]):
+        if t in (",", " to"):                                       # ... and what the prompt makes rarer falls
+            assert gd["panels"][0]["probs"][j] > gd["panels"][1]["probs"][j] > gd["panels"][3]["probs"][j]
+
+    stop = load("stopping")
+    full, cut = stop["runs"]
+    assert all(full["finished"]) and cut["finished"] == [False, True, True]
+    for run in stop["runs"]:
+        for row in run["sequences"]:
+            gen = row[1:]
+            if 0 in gen:
+                assert all(t == stop["pad"] for t in gen[gen.index(0) + 1:])   # pad after eos, nothing else
 
     po = load("pipeline-overview")
     assert po["first_draw"]["u"] == po["steps"][0]["u"] and po["first_draw"]["token"] == po["steps"][0]["token"]

@@ -25,6 +25,10 @@ import svg as S
 
 from refdecode import (
     ConstrainedBeamSearchScorer,
+    ForcedEOSTokenLogitsProcessor,
+    NoBadWordsLogitsProcessor,
+    SequenceBiasLogitsProcessor,
+    UnbatchedClassifierFreeGuidanceLogitsProcessor,
     EpsilonLogitsWarper,
     EtaLogitsWarper,
     GenerationConfig,
@@ -908,6 +912,134 @@ def draw_entropy_warpers(d: dict) -> S.Svg:
         y += 20
     return svg
 
+# ---------------------------------------------------------------------------------------------
+# bad words, sequence bias, forced eos; guidance; stopping
+
+
+def bars_svg(panels, title, subtitle, panel_w=230, h=270, ymax=1.0):
+    svg = S.Svg(16 + panel_w * len(panels) + 10, h + 60, title)
+    svg.text(16, 22, title, size=15, weight="bold")
+    svg.text(16, 40, subtitle, size=11, fill="#555")
+    for i, pn in enumerate(panels):
+        S.bar_panel(svg, 16 + i * panel_w, 50, panel_w - 10, h, pn["title"], pn["labels"], pn["values"],
+                    pn["colors"], ymax, notes=pn.get("notes"))
+    return svg
+
+
+def run_bad_words(tok, model) -> dict:
+    """One step of the shipped model through three of the page's processors, each on the raw logits."""
+    context, logits = step_logits(tok, model, 19)          # "... I'll not, my lord": next is . , ; :
+    ids = tok.encode(context)[None, :]
+    assert np.array_equal(model(ids).logits[:, -1], logits)
+    eos = tok.eos_token_id
+    top = [int(i) for i in np.argsort(-logits[0], kind="stable")[:5]] + [eos]
+    banned, boosted = top[0], top[2]
+    stages = [("raw", None),
+              (f"bad_words_ids [[{banned}]]", NoBadWordsLogitsProcessor([[banned]], eos_token_id=eos)),
+              (f"sequence_bias +2 on {boosted}", SequenceBiasLogitsProcessor({(boosted,): 2.0})),
+              ("forced eos, last step",
+               ForcedEOSTokenLogitsProcessor(max_length=ids.shape[1] + 1, eos_token_id=eos))]
+    rows = []
+    for name, proc in stages:
+        out = logits if proc is None else proc(ids, logits)
+        rows.append({"stage": name, "probs": [r6(x) for x in softmax(out)[0, top]],
+                     "minus_inf": [bool(np.isneginf(out[0, i])) for i in top]})
+    return {"context": context, "tokens": [tok.decode([i]) for i in top], "token_ids": top, "banned": banned,
+            "boosted": boosted, "eos": eos, "stages": rows}
+
+
+def draw_bad_words(d: dict) -> S.Svg:
+    labels = [f"'{clip(show(t), 8)}'" if i != d["eos"] else "eos" for t, i in zip(d["tokens"], d["token_ids"])]
+    panels = [{"title": st["stage"], "labels": labels, "values": st["probs"],
+               "colors": [S.GREY if m else (S.ORANGE if i == d["boosted"] and k == 2 else S.BLUE)
+                          for m, i in zip(st["minus_inf"], d["token_ids"])],
+               "notes": ["−inf" if m else "" for m in st["minus_inf"]]} for k, st in enumerate(d["stages"])]
+    ctx = d["context"][-22:].replace("\n", "\\n")
+    return bars_svg(panels, "Bad words, sequence bias and forced eos on one step (each on the raw logits)",
+                    f"after “…{ctx}” (shipped model): the 5 most probable tokens and eos; softmax of each processor's "
+                    "output", panel_w=260)
+
+
+def run_guidance(tok, model) -> dict:
+    prompt = "ROMEO:\nI'll not"
+    ids = tok.encode(prompt)[None, :]
+    logits = model(ids).logits[:, -1]
+    cond = log_softmax(logits)
+    uncond = log_softmax(model(ids[:, -1:]).logits[:, -1])   # the unconditional branch: the last prompt token
+    scales = [1.5, 3.0]
+    outs = {g: UnbatchedClassifierFreeGuidanceLogitsProcessor(g, model)(ids, logits) for g in scales}
+    for g, out in outs.items():
+        assert np.allclose(out, g * (cond - uncond) + uncond, atol=1e-5), "guidance is not γ(c − u) + u"
+    top = [int(i) for i in np.argsort(-(outs[3.0][0]), kind="stable")[:4]]
+    top += [int(i) for i in np.argsort(-cond[0], kind="stable")[:4] if int(i) not in top][:2]
+    probs = lambda x: [r6(v) for v in softmax(x)[0, top]]  # noqa: E731
+    return {"prompt": prompt, "unconditional": tok.decode(ids[0, -1:]), "tokens": [tok.decode([i]) for i in top],
+            "panels": [{"title": "without the prompt (u)", "probs": probs(uncond)},
+                       {"title": "with the prompt (γ = 1)", "probs": probs(cond)}] +
+                      [{"title": f"guidance_scale γ = {g:g}", "probs": probs(outs[g])} for g in scales]}
+
+
+def draw_guidance(d: dict) -> S.Svg:
+    labels = [f"'{clip(show(t), 8)}'" for t in d["tokens"]]
+    panels = [{"title": pn["title"], "labels": labels, "values": pn["probs"],
+               "colors": [S.ORANGE if j == 0 else S.BLUE for j in range(len(labels))]} for pn in d["panels"]]
+    return bars_svg(panels, "Classifier-free guidance: γ·(log p(·|prompt) − log p(·|last token)) + log p(·|last token)",
+                    f"“{d['prompt']}”".replace("\n", "\\n") + f" on the shipped model; the unconditional branch sees only "
+                    f"“{show(d['unconditional'])}”; γ > 1 boosts what the prompt adds", panel_w=250,
+                    ymax=max(max(pn["probs"]) for pn in d["panels"]) * 1.15)
+
+
+def run_stopping() -> dict:
+    """A batch of three on a bigram table (eos = 0, pad = 4): rows finish at different steps."""
+    nxt = {1: 2, 2: 3, 3: 0, 0: 0, 4: 4}                      # 1 -> 2 -> 3 -> eos
+    table = np.full((5, 5), -5.0, dtype=np.float32)
+    for a, b in nxt.items():
+        table[a, b] = 5.0
+    model = TableModel(table, eos_token_id=0)
+    prompts = np.array([[1], [2], [3]])
+    runs = []
+    for n in (6, 2):
+        out = generate(model, prompts, max_new_tokens=n, eos_token_id=0, pad_token_id=4)
+        finished = [0 in row[1:].tolist() for row in out]
+        runs.append({"max_new_tokens": n, "sequences": out.tolist(),
+                     "reason": "every row emitted eos" if all(finished) else "max_length reached",
+                     "finished": finished})
+    return {"eos": 0, "pad": 4, "names": {"0": "eos", "1": "a", "2": "b", "3": "c", "4": "pad"}, "runs": runs}
+
+
+def draw_stopping(d: dict) -> S.Svg:
+    cw, rh, x0, y0 = 54, 30, 16, 70
+    svg = S.Svg(x0 + 2 * (cw * 8 + 60) - 40, y0 + 3 * rh + 90, "Stopping")
+    svg.text(x0, 22, "Stopping: one answer for the whole batch; a finished row gets pad until every row is done",
+             size=15, weight="bold")
+    svg.text(x0, 40, "three prompts a, b, c of a bigram table (a → b → c → eos); eos = 0, pad_token_id = 4",
+             size=11, fill="#555")
+    for k, run in enumerate(d["runs"]):
+        x = x0 + k * (cw * 8 + 60)
+        svg.text(x, y0 - 8, f"max_new_tokens = {run['max_new_tokens']}: stops after {len(run['sequences'][0]) - 1} "
+                 f"steps ({run['reason']})", size=12, weight="bold")
+        for r, row in enumerate(run["sequences"]):
+            y = y0 + r * rh + 6
+            seen_eos = False
+            for j, t in enumerate(row):
+                name = d["names"][str(t)]
+                kind = "prompt" if j == 0 else ("pad" if seen_eos else ("eos" if t == d["eos"] else "token"))
+                seen_eos = seen_eos or (j > 0 and t == d["eos"])
+                fill = {"prompt": "#eeeeee", "token": "#dbe9f6", "eos": "#f9d2d2", "pad": "#f7f7f7"}[kind]
+                stroke = {"prompt": "#888", "token": S.BLUE, "eos": S.RED, "pad": "#bbb"}[kind]
+                svg.rect(x + j * cw, y, cw - 4, rh - 6, fill=fill, stroke=stroke, rx=3, dash=kind == "pad")
+                svg.text(x + j * cw + (cw - 4) / 2, y + 16, name, size=11, anchor="middle", mono=True,
+                         fill="#999" if kind == "pad" else S.INK, weight="bold" if kind == "eos" else "normal")
+            done = run["finished"][r]
+            svg.text(x + len(row) * cw + 2, y + 16, "finished" if done else "unfinished", size=10,
+                     fill=S.GREEN if done else S.RED)
+    y = y0 + 3 * rh + 30
+    svg.text(x0, y, "the eos row check runs per row (unfinished flags); max_length is a criterion for the batch: "
+             "with 2 new tokens, row a is cut before its eos", size=11)
+    svg.text(x0, y + 18, "(transformers 4.38.2: every StoppingCriteria returns one bool; the per-row flags stop a row, "
+             "only all of them stop the loop)", size=10, fill="#555")
+    return svg
+
 
 def build(tok, model) -> dict:
     """name -> (sidecar data, picture)."""
@@ -921,7 +1053,10 @@ def build(tok, model) -> dict:
             ("sampling-draws", lambda: run_sampling_draws(tok, model), draw_sampling_draws),
             ("contrastive-search", lambda: run_contrastive(tok, model), draw_contrastive),
             ("constrained-beam-search", run_constrained, draw_constrained),
-            ("entropy-warpers", lambda: run_entropy_warpers(tok, model), draw_entropy_warpers)):
+            ("entropy-warpers", lambda: run_entropy_warpers(tok, model), draw_entropy_warpers),
+            ("bad-words-and-forcing", lambda: run_bad_words(tok, model), draw_bad_words),
+            ("guidance", lambda: run_guidance(tok, model), draw_guidance),
+            ("stopping", run_stopping, draw_stopping)):
         data = run()
         pics[name] = (data, draw(data))
     return pics
