@@ -360,6 +360,8 @@ def draw_kv_cache(d: dict) -> S.Svg:
     ry = gy + 34 + d["n_layer"] * 7 + 88
     for b, text in enumerate(d["texts"]):
         svg.text(16, ry + 16 * b, f"row {b}: " + text.replace("\n", "\\n"), size=11, mono=True)
+    svg.height = ry + 16 * len(d["texts"]) + 6
+    svg.items[1] = f'<rect x="0" y="0" width="{svg.width:g}" height="{svg.height:g}" fill="#ffffff"/>'
     return svg
 
 
@@ -404,25 +406,34 @@ def run_speculative(tok, model) -> dict:
 
 
 def draw_speculative(d: dict) -> S.Svg:
-    cw, x0, y0, rh = 64, 120, 78, 44
+    cw, x0, y0, rh, rh_dummy = 64, 120, 78, 46, 26
+    heights = [rh_dummy if rd["dummy"] else rh for rd in d["rounds"]]
     width = x0 + 12 * cw + 40
-    svg = S.Svg(width, y0 + rh * len(d["rounds"]) + 80, "Speculative decoding: draft, verify, accept")
+    svg = S.Svg(width, y0 + sum(heights) + 76, "Speculative decoding: draft, verify, accept")
     svg.text(16, 22, f"Prompt lookup on the shipped model: {d['new_tokens']} new tokens in {d['model_calls']} model "
              f"calls (greedy needs {d['new_tokens']})", size=15, weight="bold")
-    svg.text(16, 40, "each call: draft ≤ 10 tokens that followed the last 2 tokens earlier in the text → one forward "
-             "pass over them → keep the agreeing prefix + 1", size=11, fill="#555")
+    svg.text(16, 40, "each call: draft ≤ 10 tokens that followed the last 2 (else 1) tokens earlier in the text → one "
+             "forward pass over them → keep the agreeing prefix + 1", size=11, fill="#555")
     legend = [("#cdebc9", S.GREEN, "draft = model's argmax: accepted"), ("#f9d2d2", S.RED, "first draft it rejects"),
               ("#f2f2f2", "#bbb", "not used (after the rejection)"), ("#dbe9f6", S.BLUE, "model's own token (+1)")]
     for i, (fill, stroke, label) in enumerate(legend):
         svg.rect(16 + i * 205, 50, 14, 12, fill=fill, stroke=stroke)
         svg.text(36 + i * 205, 60, label, size=10)
+    y = y0
     for r, rd in enumerate(d["rounds"]):
-        y = y0 + r * rh
         n = rd["accepted"]
-        svg.text(16, y + 16, f"call {r + 1}: +{n + 1}", size=11, weight="bold")
+        svg.text(16, y + 15, f"call {r + 1}: +{n + 1}", size=11, weight="bold")
+        if rd["dummy"]:   # one line: the dummy draft, rejected, and the model's token beside it
+            svg.rect(x0, y, cw - 4, 20, fill="#f9d2d2", stroke=S.RED, rx=3)
+            svg.text(x0 + 4, y + 14, clip(show(rd["draft"][0]), 8), size=10, mono=True)
+            svg.text(x0 + cw + 2, y + 14, "→", size=11, fill="#555")
+            svg.rect(x0 + cw + 16, y, cw - 4, 20, fill="#dbe9f6", stroke=S.BLUE, rx=3)
+            svg.text(x0 + cw + 20, y + 14, clip(show(rd["appended"][0]), 8), size=10, mono=True, weight="bold")
+            svg.text(x0 + 2 * cw + 22, y + 14, "neither the last 2 tokens nor the last one occurred before: "
+                     "4.38.2 drafts token 0", size=9, fill="#777")
+            y += rh_dummy
+            continue
         capped = n < len(rd["draft"]) and rd["draft"][n] == rd["appended"][n]  # stopped by max length, not rejected
-        if rd["dummy"]:
-            svg.text(x0 + cw + 4, y + 14, "no earlier match: the dummy draft, token 0", size=9, fill="#777")
         if capped:
             svg.text(x0 + len(rd["draft"]) * cw + 4, y + 14, "max length reached", size=9, fill="#777")
         for j, t in enumerate(rd["draft"]):
@@ -437,7 +448,8 @@ def draw_speculative(d: dict) -> S.Svg:
                      stroke=S.BLUE if own else "#cfe3cf", rx=3)
             svg.text(x0 + j * cw + 4, y + 36, clip(show(t), 8), size=10, mono=True, weight="bold" if own else "normal",
                      fill=S.INK if own else "#6a9a6a")
-    y = y0 + rh * len(d["rounds"]) + 10
+        y += rh
+    y += 10
     svg.text(16, y, "output = greedy search's, token for token: " + ("yes" if d["same_as_greedy"] else "NO"),
              size=12, weight="bold", fill=S.GREEN if d["same_as_greedy"] else S.RED)
     svg.text(16, y + 18, "(a draft is kept only if it equals the model's argmax at its position, in float32: a near-"
