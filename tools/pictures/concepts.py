@@ -547,13 +547,13 @@ def run_strategies(tok, model) -> dict:
 
 
 def draw_strategies(d: dict) -> S.Svg:
-    W, H = 1120, 520
+    W, H = 1124, 520
     svg = S.Svg(W, H, "Choosing a strategy")
     svg.text(16, 22, "Choosing a strategy: what each one writes on the shipped model, and which to pick", size=15,
              weight="bold")
     svg.text(16, 40, f"“ROMEO:\\n” + {d['new_tokens']} tokens; quality = the model's mean log p per token, diversity = "
              "distinct-2 (distinct bigrams / bigrams); sampled ones: seeds 0, 1, 2", size=11, fill="#555")
-    px, py, pw, ph = 70, 70, 470, 360
+    px, py, pw, ph = 70, 70, 450, 360
     pts = [(r["distinct2"], r["mean_logp"]) for s in d["strategies"] for r in s["runs"]]
     xlo, xhi = 0.3, 1.02
     ylo = math.floor(min(p[1] for p in pts) * 2) / 2
@@ -595,48 +595,55 @@ def draw_strategies(d: dict) -> S.Svg:
             if abs(ly - 4 - lb[1]) > 6:
                 svg.line(lb[0], lb[1], lx + (2 if side else -2), ly - 4, stroke=lb[3], width=0.8, opacity=0.7)
             svg.text(lx, ly, lb[2], size=10, fill=lb[3], weight="bold", anchor="end" if side else "start")
-    # the decision chart
-    cx = 600
+    # the decision chart: questions in a column, each "yes" to the right, each "no" down; no line crosses a box
+    cx, qw, lx, lw = 590, 210, 830, 280
     svg.text(cx, 78, "Which to pick", size=13, weight="bold")
 
     def node(x, y, w, text, fill="#f7f7f7", stroke="#999", lines=()):
-        svg.rect(x, y, w, 24 + 14 * len(lines), fill=fill, stroke=stroke, rx=5)
+        h = 24 + 14 * len(lines)
+        svg.rect(x, y, w, h, fill=fill, stroke=stroke, rx=5)
         svg.text(x + 8, y + 16, text, size=11, weight="bold")
         for j, line in enumerate(lines):
             svg.text(x + 8, y + 30 + 14 * j, line, size=10, fill="#333")
+        return h
 
     def measured(name):
-        s = next(s for s in d["strategies"] if s["name"] == name)
-        m = sum(r["mean_logp"] for r in s["runs"]) / len(s["runs"])
-        dv = sum(r["distinct2"] for r in s["runs"]) / len(s["runs"])
+        st = next(st for st in d["strategies"] if st["name"] == name)
+        m = sum(r["mean_logp"] for r in st["runs"]) / len(st["runs"])
+        dv = sum(r["distinct2"] for r in st["runs"]) / len(st["runs"])
         return f"here: log p {m:.2f}, distinct-2 {dv:.2f}"
 
-    node(cx, 92, 300, "Is there one correct answer?", fill="#fff6d6", stroke="#d4b300",
-         lines=("translation, summary, short answer, code",))
-    svg.line(cx + 60, 130, cx + 60, 156, arrow=True)
-    svg.text(cx + 66, 148, "yes: maximise probability", size=10, fill="#555")
-    node(cx, 158, 240, "greedy search", fill="#dbe9f6", stroke=S.BLUE,
-         lines=("cheapest: 1 row per step", measured("greedy")))
-    node(cx + 250, 158, 260, "beam search, K = 4", fill="#dbe9f6", stroke=S.BLUE,
-         lines=("more probable, K rows per step; add", "no_repeat_ngram_size, length_penalty",
+    def yes(y):
+        svg.line(cx + qw, y, lx - 4, y, arrow=True)
+        svg.text(cx + qw + 6, y - 5, "yes", size=10, fill="#555")
+
+    def no(y1, y2):
+        svg.line(cx + 40, y1, cx + 40, y2 - 3, arrow=True)
+        svg.text(cx + 46, (y1 + y2) / 2 + 4, "no", size=10, fill="#555")
+
+    q1 = node(cx, 92, qw, "One correct answer?", fill="#fff6d6", stroke="#d4b300",
+              lines=("translation, summary, short", "answer, code: maximise p"))
+    yes(92 + 20)
+    node(lx, 92, lw, "greedy search", fill="#dbe9f6", stroke=S.BLUE, lines=("cheapest: 1 row per step",
+                                                                            measured("greedy")))
+    node(lx, 150, lw, "beam search, K = 4", fill="#dbe9f6", stroke=S.BLUE,
+         lines=("more probable, K rows per step; with", "no_repeat_ngram_size, length_penalty",
                 measured("beam, K=4")))
-    svg.line(cx + 300, 116, cx + 380, 116, stroke=S.INK)
-    svg.line(cx + 380, 116, cx + 380, 244, arrow=True)
-    svg.text(cx + 386, 240, "no", size=10, fill="#555")
-    node(cx, 246, 300, "Open-ended text (story, dialogue)?", fill="#fff6d6", stroke="#d4b300",
-         lines=("the most probable text is bland and repeats",))
-    svg.line(cx + 60, 284, cx + 60, 310, arrow=True)
-    svg.text(cx + 66, 302, "yes: sample, cut the tail", size=10, fill="#555")
-    node(cx, 312, 250, "sampling: T 0.7 or top-p 0.9", fill="#ffe3c6", stroke=S.ORANGE,
+    no(92 + q1, 236)
+    q2 = node(cx, 236, qw, "Open-ended text?", fill="#fff6d6", stroke="#d4b300",
+              lines=("story, dialogue: the most", "probable text is bland, repeats"))
+    yes(236 + 20)
+    node(lx, 236, lw, "sampling: T 0.7 or top-p 0.9", fill="#ffe3c6", stroke=S.ORANGE,
          lines=("(top-k 50 is on by default)", measured("top-p 0.9")))
-    node(cx + 260, 312, 250, "contrastive search", fill="#ffe3c6", stroke=S.ORANGE,
+    node(lx, 294, lw, "contrastive search", fill="#ffe3c6", stroke=S.ORANGE,
          lines=("deterministic, penalises repeats", measured("contrastive α=0.6, k=4")))
-    svg.line(cx + 300, 260, cx + 380, 260, stroke=S.INK)
-    svg.line(cx + 380, 260, cx + 380, 396, arrow=True)
-    svg.text(cx + 386, 392, "several answers wanted", size=10, fill="#555")
-    node(cx, 398, 510, "sample-and-rank, beam sample, group beam search", fill="#e8f5e4", stroke=S.GREEN,
-         lines=("sample-and-rank: draw N, keep the most probable (N rows per step);",
-                "group beam search: beams that visibly differ"))
+    no(236 + q2, 370)
+    node(cx, 370, qw, "Several good answers?", fill="#fff6d6", stroke="#d4b300",
+         lines=("options to choose from",))
+    yes(370 + 20)
+    node(lx, 370, lw, "sample-and-rank, beam sample,", fill="#e8f5e4", stroke=S.GREEN,
+         lines=("group beam search; sample-and-rank:", "draw N, keep the most probable",
+                "(N rows per step)"))
     svg.text(16, H - 30, "Up and left = probable and repetitive (greedy, beam); down and right = varied and less "
              "probable per token (sampling). No point is best on both axes:", size=10, fill="#333")
     svg.text(16, H - 16, "the task decides which axis matters (the page's worked example has the texts).", size=10,
