@@ -197,6 +197,24 @@ one = sample(model, prompt, logits_warper=[TopKLogitsWarper(1)], max_length=T + 
 assert np.array_equal(one, greedy_search(model, prompt, max_length=T + 25, pad_token_id=PAD, eos_token_id=EOS))
 
 # %% [markdown]
+# ## 5. Try it: temperature, top-k and top-p on sliders  `# NEW`
+#
+# In a notebook (with the `notebooks` extra, which brings ipywidgets), the cell below shows three
+# sliders over one bar chart of this step's 12 most probable tokens: blue bars can be drawn, grey ones
+# are cut. Each move reruns refdecode's warpers in generate()'s order (temperature -> top-k -> top-p).
+# Things to try: T = 0.3 and T = 2 with top-k 50; top-k 50 with top-p 0.5; top-p 0.9 at T = 2 (the
+# nucleus grows with T: top-p measures the *tempered* mass). Run as a script it prints the chart at
+# generate()'s sampling defaults (T = 1, top-k 50, top-p off).
+
+# %%
+from _widgets import warped, warper_explorer  # noqa: E402
+
+warper_explorer(logits, tokenizer)                            # -> sliders (notebook) or the chart at T=1, k=50
+# the nucleus grows with T under the same top-p (top-p measures the tempered distribution):
+assert warped(logits, 0.5, 50, 0.9)["nucleus"] <= warped(logits, 1.0, 50, 0.9)["nucleus"] \
+    <= warped(logits, 2.0, 50, 0.9)["nucleus"]
+
+# %% [markdown]
 # **What to remember.** Warpers only reshape the distribution; the draw is the only random step,
 # and its generator is an argument. torch and NumPy have different random streams, so refdecode
 # reproduces transformers' *distributions*, not its draws (the tests replay transformers' draws
