@@ -10,10 +10,15 @@ Regenerate (after a change that moves a number; then commit docs/img/)::
     python tools/pictures/make_pictures.py            # writes docs/img/
     python tools/pictures/make_pictures.py --out DIR  # somewhere else
 
-Runs offline in ~2 s on the shipped model (models/tiny-shakespeare). The beam runs use the real
-loops (``beam_search``, ``beam_sample``, ``group_beam_search``) with a scorer that records each
-``process`` call (the ranked candidates in, the kept beams out), and every recorded run is checked
-against ``generate()`` with the same arguments before it is drawn.
+Runs offline in ~20 s on the shipped model (models/tiny-shakespeare; 15 of them are the 40-token runs of
+the strategies picture). The beam runs use the real loops (``beam_search``, ``beam_sample``,
+``group_beam_search``) with a scorer that records each ``process`` call (the ranked candidates in, the kept
+beams out), and every recorded run is checked against ``generate()`` with the same arguments before it is
+drawn. The concept pictures of the other pages (pipeline, KV cache, speculative decoding, sampling,
+contrastive and constrained search, the warpers, stopping, choosing a strategy) are in concepts.py.
+
+Numbers in the sidecars can differ in their last digit between machines (BLAS summation order); the test
+compares them to 1e-5. After a regeneration, commit only the pictures you meant to change.
 """
 
 from __future__ import annotations
