@@ -110,6 +110,11 @@ assert np.isclose(softmax(topk)[0, kept].sum(), 1.0, atol=1e-5)
 #
 # *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/top-p-variants.svg`).*
 
+# %% [markdown]
+# ![Top-k 5 and top-p 0.8 on a flat and on a peaked step: different tokens kept](../docs/img/top-k-vs-top-p.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/top-k-vs-top-p.svg`).*
+
 # %%
 top_p = 0.9
 nucleus = TopPLogitsWarper(top_p=top_p)(prompt, logits)
@@ -168,6 +173,11 @@ assert results == {"article": ([1, 2, 3],) * 3, "note": ([0, 1, 2, 3],) * 3,
 # refdecode draws with an explicit `np.random.Generator` (`rng=`, or `seed=` to build one); no
 # global random state. First the draw itself, `multinomial(probs, n, replacement, rng)`: with
 # 20 000 draws the frequencies approach the probabilities.
+
+# %% [markdown]
+# ![Five sampling steps of the shipped model: the probabilities end to end in id order and the uniform drawn](../docs/img/sampling-draws.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/sampling-draws.svg`).*
 
 # %%
 probs = np.tile(np.array([[0.5, 0.3, 0.2]], dtype=np.float32), (20_000, 1))     # (N, 3)

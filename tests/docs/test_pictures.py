@@ -238,7 +238,7 @@ def test_every_algorithm_page_shows_a_picture(page):
 
 
 TUTORIALS_WITH_PICTURES = ["01_toy_model.py", "02_tokens_and_forward.py", "03_greedy.py", "04_sampling.py",
-                           "05_beam_search.py", "06_diverse.py"]
+                           "05_beam_search.py", "06_diverse.py", "07_generate.py"]
 
 
 @pytest.mark.parametrize("name", TUTORIALS_WITH_PICTURES)
