@@ -208,7 +208,11 @@ def draw_pipeline_overview(d: dict) -> S.Svg:
         return y
 
     n_proc = 1 + sum(1 for s in d["stages"][1:] if "Processor" in s["stage"])
-    stage_bars(xs[2], range(1, n_proc), "on the logits (all modes)")
+    y_end = stage_bars(xs[2], range(1, n_proc), "on the logits (all modes)")
+    in_prompt = [t for t in d["top_tokens"] if t in d["prompt_tokens"]]
+    if not in_prompt:  # the penalty divides the logits of tokens already in the sequence: none of these five
+        svg.text(xs[2] + 8, y_end + 6, "barely changed: none of these", size=9, fill="#555")
+        svg.text(xs[2] + 8, y_end + 18, "5 tokens is in the prompt yet", size=9, fill="#555")
     stage_bars(xs[3], range(n_proc, len(d["stages"])), "sampling only; softmax after each")
     # 4 draw
     x, fd = xs[4], d["first_draw"]
