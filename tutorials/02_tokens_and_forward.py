@@ -167,6 +167,11 @@ assert beams.batch_size == 3 and np.array_equal(beams.keys(0)[0], beams.keys(0)[
 # are padded on the **left** and `attention_mask` marks the pads with 0; positions are computed
 # from the mask, so a padded row gives the same logits as the prompt alone.
 
+# %% [markdown]
+# ![Two left-padded prompts in the KV cache: prefill, then one slot per decode step; pads masked, position ids from 0 at each row's first real token](../docs/img/kv-cache.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/kv-cache.svg`).*
+
 # %%
 input_ids, attention_mask = tokenizer.encode_batch(["The dog has", "Hi"])
 print(input_ids.tolist(), attention_mask.tolist())

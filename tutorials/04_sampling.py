@@ -110,6 +110,11 @@ assert np.isclose(softmax(topk)[0, kept].sum(), 1.0, atol=1e-5)
 #
 # *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/top-p-variants.svg`).*
 
+# %% [markdown]
+# ![Top-k 5 and top-p 0.8 on a flat and on a peaked step: different tokens kept](../docs/img/top-k-vs-top-p.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/top-k-vs-top-p.svg`).*
+
 # %%
 top_p = 0.9
 nucleus = TopPLogitsWarper(top_p=top_p)(prompt, logits)
@@ -169,6 +174,11 @@ assert results == {"article": ([1, 2, 3],) * 3, "note": ([0, 1, 2, 3],) * 3,
 # global random state. First the draw itself, `multinomial(probs, n, replacement, rng)`: with
 # 20 000 draws the frequencies approach the probabilities.
 
+# %% [markdown]
+# ![Five sampling steps of the shipped model: the probabilities end to end in id order and the uniform drawn](../docs/img/sampling-draws.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/sampling-draws.svg`).*
+
 # %%
 probs = np.tile(np.array([[0.5, 0.3, 0.2]], dtype=np.float32), (20_000, 1))     # (N, 3)
 draws = multinomial(probs, 1, rng=np.random.default_rng(0))[:, 0]              # (N,)
@@ -195,6 +205,24 @@ assert np.array_equal(a, b) and np.array_equal(a, c)
 one = sample(model, prompt, logits_warper=[TopKLogitsWarper(1)], max_length=T + 25, pad_token_id=PAD,
              eos_token_id=EOS, seed=123)
 assert np.array_equal(one, greedy_search(model, prompt, max_length=T + 25, pad_token_id=PAD, eos_token_id=EOS))
+
+# %% [markdown]
+# ## 5. Try it: temperature, top-k and top-p on sliders  `# NEW`
+#
+# In a notebook (with the `notebooks` extra, which brings ipywidgets), the cell below shows three
+# sliders over one bar chart of this step's 12 most probable tokens: blue bars can be drawn, grey ones
+# are cut. Each move reruns refdecode's warpers in generate()'s order (temperature -> top-k -> top-p).
+# Things to try: T = 0.3 and T = 2 with top-k 50; top-k 50 with top-p 0.5; top-p 0.9 at T = 2 (the
+# nucleus grows with T: top-p measures the *tempered* mass). Run as a script it prints the chart at
+# generate()'s sampling defaults (T = 1, top-k 50, top-p off).
+
+# %%
+from _widgets import warped, warper_explorer  # noqa: E402
+
+warper_explorer(logits, tokenizer)                            # -> sliders (notebook) or the chart at T=1, k=50
+# the nucleus grows with T under the same top-p (top-p measures the tempered distribution):
+assert warped(logits, 0.5, 50, 0.9)["nucleus"] <= warped(logits, 1.0, 50, 0.9)["nucleus"] \
+    <= warped(logits, 2.0, 50, 0.9)["nucleus"]
 
 # %% [markdown]
 # **What to remember.** Warpers only reshape the distribution; the draw is the only random step,

@@ -178,6 +178,24 @@ print(f"sum log p: greedy {greedy_logprob:.3f}, beam {sum(logprobs):.3f}")
 # -> sum log p: greedy -17.756, beam -16.269   (beam search found a more probable 12-token continuation)
 
 # %% [markdown]
+# ## 5. Step through a beam search  `# NEW`
+#
+# In a notebook (with the `notebooks` extra), the cell below shows a slider (and a play button) over
+# the steps of the toy tree's beam search: each position redraws the tree of
+# `docs/img/beam-tree-toy.svg` up to that step -- which candidates each beam proposed, which K were
+# kept, which were pruned -- and the last one adds the finished pool. `beam_stepper("shakespeare")`
+# steps through the shipped model's search of the docs (`docs/img/beam-tree-shakespeare.svg`). Run as a
+# script it prints each step's candidates and their fate.
+
+# %%
+from _widgets import beam_steps, beam_stepper  # noqa: E402
+
+beam_stepper("toy")                                           # -> slider (notebook) or the steps as text
+toy_run = beam_steps("toy")
+assert [sum(c["status"] == "kept" for c in s["candidates"]) for s in toy_run["steps"]] == [2, 2]   # K = 2
+assert toy_run["returned"][0] == "The dog has"                # 0.36, the page's answer
+
+# %% [markdown]
 # **What to remember.** Beam search keeps K prefixes, ranks 2K candidates, moves eos-ending ones
 # into a pool of K finished hypotheses, and stops when the pool cannot be beaten. The length
 # penalty (default 1.0, *not* neutral) and `early_stopping` decide what "beaten" means.

@@ -45,6 +45,10 @@ T, N = prompt.shape[1], 15
 # %% [markdown]
 # ## 1. One call  `# NEW`
 #
+# ![One sampled step of the shipped model through every stage of generate(), then the loop](../docs/img/pipeline-overview.svg)
+#
+# *Drawn from refdecode's own run by `tools/pictures/make_pictures.py` (`docs/img/pipeline-overview.svg`).*
+#
 # Keyword arguments are `GenerationConfig` fields with transformers' names and defaults
 # (`max_length=20` counts the prompt; `max_new_tokens` does not). GPT-2 has no pad token, so
 # `generate` uses eos as pad, as transformers does ("Setting `pad_token_id` to `eos_token_id`").

@@ -16,13 +16,19 @@ import math
 import re
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
 IMG = ROOT / "docs" / "img"
 SCRIPT = ROOT / "tools" / "pictures" / "make_pictures.py"
 ALGORITHM_PAGES = ["greedy.md", "beam-search.md", "beam-sample.md", "group-beam-search.md", "temperature.md",
-                   "top-k.md", "top-p.md", "repetition-penalty.md", "no-repeat-ngram.md", "min-length.md", "gpt2.md"]
+                   "top-k.md", "top-p.md", "repetition-penalty.md", "no-repeat-ngram.md", "min-length.md", "gpt2.md",
+                   "sampling.md", "contrastive-search.md", "constrained-beam-search.md", "entropy-sampling.md",
+                   "speculative-decoding.md", "processors.md", "bad-words-and-forcing.md", "guidance.md",
+                   "stopping.md",
+                   # issue 25's acceptance: the index and choosing-a-strategy too
+                   "index.md", "choosing-a-strategy.md"]
 
 
 def load_script():
@@ -94,6 +100,127 @@ def test_recorded_beam_runs_match_the_pages(regenerated):
     assert kept == [3] * len(shakes["steps"])  # K running beams after every step
 
 
+def test_concept_pictures_show_what_their_pages_say(regenerated):
+    """The concept pictures (tools/pictures/concepts.py), checked from their sidecars against the pages' prose
+    and against rules recomputed here: top-k against top-p keep different tokens on a flat and a peaked step;
+    prompt lookup needs fewer calls than greedy and ends with greedy's tokens; left padding restarts the
+    position ids at 0; the drawn token's segment holds the uniform; contrastive scores are (1 - α)p - α·pen."""
+    out, _ = regenerated
+    load = lambda name: json.loads((out / f"{name}.json").read_text("utf-8"))  # noqa: E731
+    tk = load("top-k-vs-top-p")
+    flat, peaked = tk["cases"]
+    assert (flat["top_p"]["kept"], peaked["top_p"]["kept"]) == (21, 2)           # docs/top-k.md's prose
+    assert flat["top_k"]["kept"] == peaked["top_k"]["kept"] == tk["k"] == 5
+    assert round(flat["top_k"]["mass"], 2) == 0.54 and round(peaked["top_p"]["mass"], 2) == 0.85
+    assert flat["probs"][0] < 0.2 < 0.7 < peaked["probs"][0]
+
+    spec = load("speculative-decoding")
+    assert spec["same_as_greedy"] and spec["model_calls"] < spec["new_tokens"]
+    assert sum(r["accepted"] + 1 for r in spec["rounds"]) == spec["new_tokens"]
+    for r in spec["rounds"]:   # every accepted draft is what the model appended at that position
+        assert r["draft"][:r["accepted"]] == r["appended"][:r["accepted"]]
+
+    kv = load("kv-cache")
+    assert kv["all_slots_written"]
+    prefill = kv["calls"][0]
+    for mask_row, pos in zip(kv["mask"], prefill["positions"]):
+        real = [p for m, p in zip(mask_row, pos) if m]
+        assert real == list(range(len(real)))                    # each row's first real token at position 0
+        assert all(p == 1 for m, p in zip(mask_row, pos) if not m)
+    assert [c["cache_length"] for c in kv["calls"]] == [kv["prompt_len"] + i for i in range(len(kv["calls"]))]
+
+    for st in load("sampling-draws")["steps"]:   # inverse CDF in id order: u falls in the chosen segment
+        cdf, lo = 0.0, None
+        for tid, p in zip(st["ids"], st["probs"]):
+            if tid == st["chosen_id"]:
+                lo = cdf
+            cdf += p
+        assert lo is not None and lo - 1e-5 <= st["u"] * cdf <= lo + st["chosen_prob"] + 1e-5
+
+    cs = load("contrastive-search")
+    for st in cs["steps"]:
+        for p, pen, score in zip(st["probs"], st["penalty"], st["scores"]):
+            assert math.isclose(score, (1 - cs["alpha"]) * p - cs["alpha"] * pen, abs_tol=1e-5)
+        assert st["chosen"] == max(range(len(st["scores"])), key=lambda j: (st["scores"][j], -j))
+    assert any(st["chosen"] != 0 for st in cs["steps"])          # not always the most probable
+
+    cb = load("constrained-beam-search")
+    assert 3 in cb["forced"]["sequence"] and 3 not in cb["plain"]["sequence"]
+    for cands in cb["steps"]:
+        first = next(c for c in cands if c["kept"] == 0)
+        assert first["bank"] == max(c["bank"] for c in cands)   # round-robin: the best bank's best first
+
+    ew = load("entropy-warpers")
+    flat, peaked = ew["cases"]
+    assert flat["entropy"] > peaked["entropy"]
+    assert flat["thresholds"]["eta 0.02"] < peaked["thresholds"]["eta 0.02"] <= 0.02   # eta drops when flat
+    for case in ew["cases"]:
+        for rule in ("epsilon 0.02", "eta 0.02", "min-p 0.1"):
+            thr = case["thresholds"][rule]
+            assert case["kept"][rule]["shown"] == [p >= thr - 1e-6 for p in case["probs"]] or rule == "epsilon 0.02" \
+                and case["kept"][rule]["shown"] == [p > thr for p in case["probs"]]
+
+    strat = {s["name"]: s["runs"] for s in load("strategies")["strategies"]}
+    mean = lambda runs, k: sum(r[k] for r in runs) / len(runs)  # noqa: E731
+    # the order the page states: beam > greedy > top-p in probability, the reverse in distinct-2
+    assert mean(strat["beam, K=4"], "mean_logp") > mean(strat["greedy"], "mean_logp") > mean(strat["top-p 0.9"],
+                                                                                            "mean_logp")
+    assert mean(strat["top-p 0.9"], "distinct2") > mean(strat["beam, K=4"], "distinct2") > mean(strat["greedy"],
+                                                                                               "distinct2")
+    assert round(strat["greedy"][0]["mean_logp"], 3) == -1.316      # docs/choosing-a-strategy.md's worked example
+
+    bw = load("bad-words-and-forcing")
+    raw, bad, bias, forced = bw["stages"]
+    banned, boosted = bw["token_ids"].index(bw["banned"]), bw["token_ids"].index(bw["boosted"])
+    assert bad["probs"][banned] == 0 and bad["minus_inf"][banned] and sum(bad["minus_inf"]) == 1
+    assert bias["probs"][boosted] > raw["probs"][boosted] and bias["probs"][boosted] == max(bias["probs"])
+    assert forced["probs"][bw["token_ids"].index(bw["eos"])] == 1.0 and sum(forced["minus_inf"]) == 5
+
+    gd = load("guidance")
+    be = [pn["probs"][0] for pn in gd["panels"]]                       # the guidance page's prose: " be" rises
+    assert gd["tokens"][0] == " be" and be[0] < be[1] < be[2] < be[3]
+    for j, t in enumerate(gd["tokens"]):
+        if t in (",", " to"):                                       # ... and what the prompt makes rarer falls
+            assert gd["panels"][0]["probs"][j] > gd["panels"][1]["probs"][j] > gd["panels"][3]["probs"][j]
+
+    stop = load("stopping")
+    full, cut = stop["runs"]
+    assert all(full["finished"]) and cut["finished"] == [False, True, True]
+    for run in stop["runs"]:
+        for row in run["sequences"]:
+            gen = row[1:]
+            if 0 in gen:
+                assert all(t == stop["pad"] for t in gen[gen.index(0) + 1:])   # pad after eos, nothing else
+
+    po = load("pipeline-overview")
+    assert po["first_draw"]["u"] == po["steps"][0]["u"] and po["first_draw"]["token"] == po["steps"][0]["token"]
+    assert [s["cache_length"] for s in po["steps"]] == [len(po["prompt_ids"]) + i for i in range(len(po["steps"]))]
+    assert po["text"].startswith(po["prompt"]) and po["text"].endswith("".join(s["token"] for s in po["steps"]))
+
+
+def test_bar_labels_never_overlap():
+    """Issue 25 item 7: processor-pipeline drew "0.1300.119". Value labels of neighbouring bars must not touch
+    (widths estimated as bar_panel does), and with a cumulative line the first bar's label is not on it."""
+    spec = importlib.util.spec_from_file_location("svg", ROOT / "tools" / "pictures" / "svg.py")
+    S = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(S)
+    values = [0.335448, 0.302007, 0.165763, 0.073473, 0.017012, 0.01294]
+    for width in (190, 210, 400):
+        svg = S.Svg(width + 20, 300, "t")
+        S.bar_panel(svg, 0, 0, width, 280, "t", list("abcdef"), values, [S.BLUE] * 6, 1.0)
+        labels = [(float(m.group(1)), float(m.group(2)), m.group(3)) for m in re.finditer(
+            r'<text x="([\d.]+)" y="[\d.]+" font-size="([\d.]+)" text-anchor="middle" fill="#444"[^>]*>([^<]+)<',
+            "\n".join(svg.items))]
+        assert len(labels) == 6
+        for (x1, s1, t1), (x2, s2, t2) in zip(labels, labels[1:]):
+            assert x2 - x1 >= (S.label_width(t1, s1) + S.label_width(t2, s2)) / 2, (width, t1, t2)
+    svg = S.Svg(400, 300, "t")
+    S.bar_panel(svg, 0, 0, 330, 300, "t", list("abcdef"), values, [S.BLUE] * 6, 1.0,
+                cumulative=list(np.cumsum(values)), threshold=0.8)
+    first = next(i for i in svg.items if ">0.335<" in i)
+    assert 'fill="#ffffff"' in first and "rotate(-90" in first     # inside its bar, not on the line
+
+
 @pytest.mark.parametrize("svg", sorted(IMG.glob("*.svg")), ids=lambda p: p.name)
 def test_pictures_are_well_formed_svg(svg):
     root = ET.fromstring(svg.read_text("utf-8"))
@@ -111,7 +238,7 @@ def test_every_algorithm_page_shows_a_picture(page):
 
 
 TUTORIALS_WITH_PICTURES = ["01_toy_model.py", "02_tokens_and_forward.py", "03_greedy.py", "04_sampling.py",
-                           "05_beam_search.py", "06_diverse.py"]
+                           "05_beam_search.py", "06_diverse.py", "07_generate.py"]
 
 
 @pytest.mark.parametrize("name", TUTORIALS_WITH_PICTURES)

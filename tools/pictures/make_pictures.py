@@ -10,10 +10,15 @@ Regenerate (after a change that moves a number; then commit docs/img/)::
     python tools/pictures/make_pictures.py            # writes docs/img/
     python tools/pictures/make_pictures.py --out DIR  # somewhere else
 
-Runs offline in ~2 s on the shipped model (models/tiny-shakespeare). The beam runs use the real
-loops (``beam_search``, ``beam_sample``, ``group_beam_search``) with a scorer that records each
-``process`` call (the ranked candidates in, the kept beams out), and every recorded run is checked
-against ``generate()`` with the same arguments before it is drawn.
+Runs offline in ~20 s on the shipped model (models/tiny-shakespeare; 15 of them are the 40-token runs of
+the strategies picture). The beam runs use the real loops (``beam_search``, ``beam_sample``,
+``group_beam_search``) with a scorer that records each ``process`` call (the ranked candidates in, the kept
+beams out), and every recorded run is checked against ``generate()`` with the same arguments before it is
+drawn. The concept pictures of the other pages (pipeline, KV cache, speculative decoding, sampling,
+contrastive and constrained search, the warpers, stopping, choosing a strategy) are in concepts.py.
+
+Numbers in the sidecars can differ in their last digit between machines (BLAS summation order); the test
+compares them to 1e-5. After a regeneration, commit only the pictures you meant to change.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import concepts  # noqa: E402  (tools/pictures/concepts.py: the concept pictures of issue 25 item 7)
 import svg as S  # noqa: E402  (tools/pictures/svg.py)
 
 from refdecode import (  # noqa: E402
@@ -441,9 +447,12 @@ def draw_tree(data: dict, title: str, show_prob: bool = False) -> S.Svg:
             kid = index[k]
             on_best, on_greedy = k in returned_best, k in greedy
             colour = S.BLUE if on_best else (S.ORANGE if on_greedy else "#999")
-            svg.line(x0 + node["col"] * col_w + box_w, node["y"] + box_h / 2, x0 + kid["col"] * col_w,
-                     kid["y"] + box_h / 2, stroke=colour, width=3 if (on_best or on_greedy) else 1,
+            x1, y1 = x0 + node["col"] * col_w + box_w, node["y"] + box_h / 2
+            x2, y2 = x0 + kid["col"] * col_w, kid["y"] + box_h / 2
+            svg.line(x1, y1, x2, y2, stroke=colour, width=3 if (on_best or on_greedy) else 1,
                      opacity=1.0 if kid["status"] in ("kept", "finished") else 0.45, dash=on_greedy and not on_best)
+            if on_best and on_greedy:  # greedy's path is the best one here: its dashes run alongside, so the
+                svg.line(x1, y1 + 5, x2, y2 + 5, stroke=S.ORANGE, width=2.5, dash=True)  # legend shows a path
     for node in nodes:
         fill, stroke, opacity = styles[node["status"]]
         x, y = x0 + node["col"] * col_w, node["y"]
@@ -568,7 +577,7 @@ def draw_pipeline(d: dict) -> S.Svg:
     return draw_bars(panels, "One step through the processors, in generate()'s order (each panel: softmax after it)",
                      "after “…" + d["context"][-22:].replace("\n", "\\n") + "” (shipped model); "
                      "the repetition penalty acts on logits, then the warpers: temperature → top-k → top-p",
-                     panel_w=200, h=280, ymax=1.0)
+                     panel_w=220, h=280, ymax=1.0)  # 220: six 3-decimal labels side by side never touch
 
 
 def draw_variants(data: dict) -> S.Svg:
@@ -642,7 +651,7 @@ def draw_kv(d: dict) -> S.Svg:
 
 def draw_length_penalty(d: dict) -> S.Svg:
     pw, ph, x0, y0 = 230, 230, 16, 60
-    svg = S.Svg(x0 + pw * len(d["panels"]) + 10, y0 + ph + 70, "Length penalty")
+    svg = S.Svg(x0 + pw * len(d["panels"]) + 10, y0 + ph + 80, "Length penalty")
     svg.text(x0, 22, "Length penalty: score = Σ / ℓ^α of the beam-search page's two sequences", size=15,
              weight="bold")
     svg.text(x0, 40, "lines: the same Σ at other lengths ℓ; dots: the sequences' real lengths (6 and 10); "
@@ -666,12 +675,17 @@ def draw_length_penalty(d: dict) -> S.Svg:
             svg.polyline([(sx(n), sy(v)) for n, v in zip(ls, curve)], stroke=colour, width=1.5)
             svg.circle(sx(seq["length"]), sy(point), 5 if j == p["winner"] else 3.5, colour,
                        stroke=S.INK if j == p["winner"] else "none")
-            svg.text(sx(seq["length"]) + 6, sy(point) - 6, S.fmt(point, 3), size=9, fill=colour)
+            # the higher point's label above it, the other's below (never on a curve); left of points in the
+            # right half, so no label runs past the panel's (or the picture's) right edge
+            right = sx(seq["length"]) > px + pw / 2
+            above = point >= max(p["points"]) or sy(point) > sy(lo) - 18   # (below would sit on the axis)
+            svg.text(sx(seq["length"]) + (-7 if right else 7), sy(point) + (-8 if above else 15), S.fmt(point, 3),
+                     size=9, fill=colour, anchor="end" if right else "start")
         svg.text(px + pw / 2, sy(lo) + 30, f"winner: sequence {p['winner'] + 1}", size=11, anchor="middle",
                  weight="bold", fill=[S.BLUE, S.ORANGE][p["winner"]])
-    ly = y0 + ph + 40
-    for j, seq in enumerate(d["sequences"]):
-        svg.text(x0 + 360 * j, ly, f"sequence {j + 1}: {seq['text']}, ℓ = {seq['length']}, Σ = {seq['sum_logprobs']}",
+    ly = y0 + ph + 34
+    for j, seq in enumerate(d["sequences"]):  # one line each: side by side they ran past the right edge
+        svg.text(x0, ly + 16 * j, f"sequence {j + 1}: {seq['text']}, ℓ = {seq['length']}, Σ = {seq['sum_logprobs']}",
                  size=11, fill=[S.BLUE, S.ORANGE][j])
     return svg
 
@@ -707,6 +721,7 @@ def build() -> dict[str, tuple[dict, S.Svg]]:
     }
     for name, svg in distribution_pictures(dists).items():
         pics[name] = (dists, svg)
+    pics.update(concepts.build(tok, model))
     return pics
 
 

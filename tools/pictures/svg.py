@@ -64,13 +64,20 @@ class Svg:
         return "\n".join([head, defs, *self.items, "</svg>"]) + "\n"
 
 
+def label_width(s: str, size: float) -> float:
+    """Rough width of a label in DejaVu Sans (digits and punctuation ~0.64 em): enough to avoid overlaps."""
+    return 0.6 * size * len(s)
+
+
 def bar_panel(svg: Svg, x0, y0, w, h, title, labels, values, colors, ymax, notes=None, value_digits=3,
-              threshold=None, cumulative=None, label_size=11):
+              threshold=None, cumulative=None, label_size=11, values_shown=True):
     """Vertical bars in the box (x0, y0, w, h): one bar per label, value labels on top.
 
     ``colors`` per bar (a faded bar is drawn with ``GREY``); ``notes`` per bar (a short string under
     the value, e.g. "x" for banned); ``cumulative`` an optional line (0..1 on the same axis when ymax=1)
-    with ``threshold`` a dashed horizontal line at that value.
+    with ``threshold`` a dashed horizontal line at that value. Value labels never overlap: they drop
+    to fewer decimals when the bars are narrow, and with a cumulative line (whose first point sits on
+    the first bar's top) they go inside tall bars, written upwards.
     """
     svg.text(x0 + w / 2, y0 + 14, title, size=13, anchor="middle", weight="bold")
     top, bottom = y0 + 34, y0 + h - 58
@@ -82,15 +89,25 @@ def bar_panel(svg: Svg, x0, y0, w, h, title, labels, values, colors, ymax, notes
     n = len(values)
     step = (w - 40) / max(n, 1)
     bw = step * 0.7
+    digits, vsize = value_digits, 9      # narrow bars: a smaller font, then fewer decimals (at least 2)
+    widest = lambda dg, sz: max((label_width(fmt(v, dg), sz) for v in values if math.isfinite(v)), default=0)  # noqa
+    if widest(digits, vsize) > step - 3:
+        vsize = 8
+    while digits > 2 and widest(digits, vsize) > step - 3:
+        digits -= 1
     centers = []
     for i, (label, v, c) in enumerate(zip(labels, values, colors)):
         cx = x0 + 34 + step * i + step / 2
         centers.append(cx)
         bh = 0.0 if not math.isfinite(v) else (bottom - top) * min(v, ymax) / ymax
         svg.rect(cx - bw / 2, bottom - bh, bw, bh, fill=c)
-        shown = "0" if not math.isfinite(v) or v == 0 else fmt(v, value_digits)
-        if shown == "0" or v >= 10 ** -value_digits * 5:  # no label for a sliver that rounds to 0.00x
-            svg.text(cx, bottom - bh - 3, shown, size=9, anchor="middle", fill="#444")
+        shown = "0" if not math.isfinite(v) or v == 0 else fmt(v, digits)
+        if values_shown and (shown == "0" or v >= 10 ** -value_digits * 5):  # no label for a sliver (< 0.005)
+            if cumulative is not None and bh >= label_width(shown, vsize) + 8:  # the line starts on this bar's top
+                svg.text(cx + 3, bottom - bh + 5, shown, size=vsize, anchor="end", fill="#ffffff", weight="bold",
+                         rotate=-90)
+            else:
+                svg.text(cx, bottom - bh - 3, shown, size=vsize, anchor="middle", fill="#444")
         if notes and notes[i]:
             svg.text(cx, bottom - bh - 13, notes[i], size=9, anchor="middle", fill=RED, weight="bold")
         svg.text(cx + 3, bottom + 10, label, size=label_size, anchor="end", rotate=-45, mono=True)
