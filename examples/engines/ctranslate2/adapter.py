@@ -60,7 +60,8 @@ _GENERATORS: dict[str, tuple[ctranslate2.Generator, dict]] = {}
 
 def convert_python() -> str:
     """An interpreter with torch + transformers 4.38.2 for CTranslate2's converter."""
-    for p in (Path("/work/main/.venv-oracle/bin/python"), HERE / "env-convert" / "bin" / "python"):
+    oracle = Path(os.environ.get("REFDECODE_ORACLE_PYTHON", "/work/main/.venv-oracle/bin/python"))
+    for p in (oracle, HERE / "env-convert" / "bin" / "python"):
         if p.exists():
             return str(p)
     raise RuntimeError("no converter interpreter: run examples/engines/ctranslate2/setup.sh")
