@@ -56,6 +56,10 @@ class Rules:
     loop: str = "4.38"
     offset: bool = False
     first_eos: bool = False
+    # finer switches inside the 4.38 loop (attribution only; the presets' own loops have them built in)
+    finish: str = "4.38"
+    last: str = "finalize"
+    eos_out: str = "first"
 
 
 PRESETS = {
@@ -64,6 +68,14 @@ PRESETS = {
     "ctranslate2": Rules(rp_ctx="tail", ngram_ctx="tail", renorm=True, cands="2k", loop="ct2", offset=True,
                          first_eos=True),
     "ctranslate2-noprompt": Rules(rp_ctx="none", ngram_ctx="none", renorm=True, cands="2k", loop="ct2"),
+}
+
+# the same engines with loop="4.38" and the finer switches: what --attribute varies
+ATTRIBUTION = {
+    "transformers-5": replace(PRESETS["transformers-5"], loop="4.38", finish="5", last="topk", eos_out="actual"),
+    "ctranslate2": replace(PRESETS["ctranslate2"], loop="4.38", finish="ct2", last="topk", eos_out="actual"),
+    "ctranslate2-noprompt": replace(PRESETS["ctranslate2-noprompt"], loop="4.38", finish="ct2", last="topk",
+                                    eos_out="actual"),
 }
 
 _MODELS: dict[str, GPT2] = {}
@@ -158,6 +170,7 @@ def beam(m: GPT2, pr: Prompt) -> list[tuple[list[int], float]]:
     done = False
     heur_open = True  # 5.x's is_early_stop_heuristic_unsatisfied
     top_finished = False  # CTranslate2's top_beam_finished
+    n_added = 0  # finished hypotheses ever added (CTranslate2 counts them all)
 
     def norm(score: float, length: int) -> float:
         return score / (length + off) ** lp
@@ -192,6 +205,10 @@ def beam(m: GPT2, pr: Prompt) -> list[tuple[list[int], float]]:
                 if c[0] in pr.eos:
                     c[0], c[1], c[2] = 0, np.float32(-1e10), 0
         last = g == pr.max_new - 1
+        if r.loop == "4.38" and last and r.last == "topk":  # 5.x / CTranslate2: the top K candidates finish
+            for tok, sc, o in cands[:K]:
+                add_438(float(sc), beams[o][1] + [tok], tok in pr.eos, g + 1)
+            break
         if r.loop == "4.38":
             new = []
             for rank, (tok, sc, o) in enumerate(cands):
@@ -199,12 +216,21 @@ def beam(m: GPT2, pr: Prompt) -> list[tuple[list[int], float]]:
                     if rank >= K:
                         continue
                     add_438(float(sc), beams[o][1] + [tok], True, g + 1)
+                    n_added += 1
+                    if rank == 0:
+                        top_finished = True
                 else:
                     new.append((sc, beams[o][1] + [tok]))
                 if len(new) == K:
                     break
             beams = new
-            if len(hyps) >= K:
+            if r.finish == "ct2":
+                done = (top_finished and n_added >= nrs) if lp == 0 else n_added >= K
+            elif r.finish == "5":
+                if len(hyps) >= K:
+                    length = pr.max_new if (es == "never" and lp > 0) else g + 1
+                    done = es is True or float(beams[0][0]) / (length + off) ** lp <= min(h[0] for h in hyps)
+            elif len(hyps) >= K:
                 best = float(cands[0][1])
                 if es is True:
                     done = True
@@ -288,7 +314,7 @@ def decode(inp: dict, rules: Rules) -> tuple[list[list[int]], list[float]]:
         for toks, s in (greedy(m, pr) if K == 1 else beam(m, pr)):
             gens.append((list(row), toks))
             scores.append(s)
-    if K > 1 and rules.loop == "4.38":
+    if K > 1 and rules.loop == "4.38" and rules.eos_out == "first":
         # BeamSearchScorer.finalize: hypotheses without their eos, then eos_token_id[0] where it fits
         T = len(inp["input_ids"][0])
         lens = [T + len(t) - (1 if t and t[-1] in eos else 0) for _, t in gens]
@@ -305,13 +331,16 @@ def decode(inp: dict, rules: Rules) -> tuple[list[list[int]], list[float]]:
     return [r + [pad] * (width - len(r)) for r in rows], scores
 
 
-SWITCHES = ("rp_ctx", "ngram_ctx", "min_length", "renorm", "cands", "loop", "offset", "first_eos")
+SWITCHES = ("rp_ctx", "ngram_ctx", "min_length", "renorm", "cands", "offset", "first_eos", "finish", "last",
+            "eos_out", "loop")
 
 
 def attribute(inp: dict, engine: Rules, target: list[list[int]]) -> list[tuple[str, ...]]:
     """The smallest sets of switches (engine values over 4.38.2's) whose rules give `target`."""
     base = Rules()
     differing = [s for s in SWITCHES if getattr(engine, s) != getattr(base, s)]
+    if len(differing) > 9:
+        differing = differing[:9]
     for size in range(1, len(differing) + 1):
         found = []
         for combo in itertools.combinations(differing, size):
@@ -349,7 +378,10 @@ def main() -> None:
             differ += 1
             reproduced += ok
             if args.attribute:
-                key = tuple("+".join(c) for c in attribute(rec["input"], rules, out["sequences"]))
+                found = attribute(rec["input"], ATTRIBUTION.get(args.engine, rules), out["sequences"])
+                if not found:  # the finer switches do not make it: try the engine's whole loop
+                    found = attribute(rec["input"], rules, out["sequences"])
+                key = tuple("+".join(c) for c in found)
                 causes.setdefault(key, []).append(rec["id"])
         if ok and "sequences_scores" in out and all(s is not None for s in scores):
             worst = max(abs(a - b) for a, b in zip(scores, out["sequences_scores"]))
