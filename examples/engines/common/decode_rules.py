@@ -90,7 +90,7 @@ def model(path: str) -> GPT2:
 def next_logits(m: GPT2, rows: list[list[int]]) -> np.ndarray:
     """float32 (R, V): next-token logits of unpadded rows of equal length (a left-padded row gives the same
     logits up to float rounding: positions count from its first real token)."""
-    return np.asarray(m(np.array(rows, dtype=np.int64)).logits[:, -1, :], dtype=np.float32)
+    return np.asarray(m(np.array(rows, dtype=np.int64), logits_to_keep=1).logits[:, -1, :], dtype=np.float32)
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
