@@ -172,6 +172,12 @@ def generate(model_dir: Path, input_ids: list[list[int]], attention_mask: list[l
             seq = [int(t) for t in generator.get_sequence(b * nrs + r)]
             if last is not None:
                 seq.append(last[b])
+            if num_beams > 1 and len(seq) < max_length and not RAW_SEQUENCES:
+                # A finished hypothesis is stored without its eos (beam_search_scorer.cpp, BeamSearchScorer::Process:
+                # the current sequence is cloned before the eos is appended), so every hypothesis shorter than
+                # max_length ended on an eos. transformers 4.38.2 stores its hypotheses the same way and appends
+                # eos_token_id[0] in finalize (beam_search.py:402-404); so does this layout.
+                seq.append(eos[0])
             rows.append(list(input_ids[b]) + seq[width:])
     longest = max(len(r) for r in rows)
     return {"sequences": [r + [pad] * (longest - len(r)) for r in rows]}
