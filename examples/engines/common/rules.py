@@ -1,17 +1,18 @@
-r"""onnxruntime-genai 0.18.0's search rules restated in NumPy over refdecode's GPT-2, rule by rule switchable to
-transformers 4.38.2's: the evidence for FINDINGS.md ("explained = reproduced") and the specification of the engine
-profile refdecode would need.
+r"""Engines' search rules restated in NumPy over refdecode's GPT-2, rule by rule switchable to transformers
+4.38.2's: the evidence for the engines' FINDINGS.md ("explained = reproduced") and the specification of the engine
+profiles refdecode would need. Engines: onnxruntime-genai 0.18.0 and transformers.js 4.3.1.
 
-    .venv/bin/python examples/engines/onnxruntime-genai/rules.py SUITE [--only TYPES] [--engine-run RUN]
+    .venv/bin/python examples/engines/common/rules.py SUITE --engine onnxruntime-genai|transformers-js
+                     [--only TYPES] [--engine-run RUN] [--json FILE] [--ids ID,...]
 
 For every decode case of the suite (greedy and beam search; sampling is not simulated), it computes
-(a) the output under all-engine rules, (b) under all-transformers rules, and (c) for each engine rule, the output
+(a) the output under all of the engine's rules, (b) under all-transformers rules, and (c) for each engine rule, the output
 under transformers' rules with only that rule switched to the engine's. It then asks the engine itself (through
-``--engine-run``, default this folder's ``run``) and reports, per case: whether (a) equals the engine's answer
+``--engine-run``, default ``examples/engines/<engine>/run``) and reports, per case: whether (a) equals the engine's answer
 (reproduced), whether (b) equals the suite's expected answer (the control), and which single rules change the
 answer (the causes). A JSON summary goes to standard output (``--json FILE`` writes it to a file too).
 
-The rules (names used in FINDINGS.md):
+onnxruntime-genai's rules (names used in its FINDINGS.md; sources: the engine's repository, src/):
 
 * ``processors_before_log_softmax`` — beam search: min_length, repetition_penalty and no_repeat_ngram_size act on
   the raw logits, then LogSoftMax (standard_decoding_strategy.cpp:30-32, then search.cpp BeamSearch_Cpu::SelectTop);
@@ -37,6 +38,21 @@ The rules (names used in FINDINGS.md):
 * ``right_padded_sequences`` — the processors (repetition penalty, no-repeat n-grams, min_length) see the engine's
   sequence: each prompt's real tokens, then its pad tokens, then the generated tokens (model.cpp PadInputs;
   search.cpp ApplyNoRepeatNgram scans that array); transformers sees the left-padded row.
+
+transformers.js's rules (sources: node_modules/@huggingface/transformers/src/ at 4.3.1):
+
+* ``no_pad_after_eos`` — a row that has emitted an eos goes on generating (argmax of its processed logits): the
+  generate() loop appends every row's token every step (models/modeling_utils.js:1005-1020) and has no
+  unfinished-sequences mask; transformers 4.38.2 writes pad_token_id into finished rows
+  (utils.py, _greedy_search: ``next_tokens * unfinished_sequences + pad_token_id * (1 - unfinished_sequences)``).
+* ``stop_when_all_last_eos`` — generation stops when, at the same step, EVERY row's last token is an eos
+  (EosTokenCriteria looks at ``ids.at(-1)`` only, generation/stopping_criteria.js:131-136; the loop stops when all
+  rows are done, modeling_utils.js:1025-1027), or at max_length; transformers stops when every row has emitted an
+  eos at some step (unfinished_sequences.max() == 0).
+* ``beam_is_greedy`` — num_beams > 1 runs the same one-row-per-prompt loop: the BeamSearchSampler's first
+  candidate, the top-1 of the processed logits, is taken and the loop breaks ("TODO: Support beam search",
+  modeling_utils.js:1008-1018; logits_sampler.js:164-181); length_penalty, early_stopping and num_return_sequences
+  are never read: one row per prompt.
 """
 
 from __future__ import annotations
@@ -53,8 +69,14 @@ import numpy as np
 from refdecode.model.modeling import GPT2
 
 HERE = Path(__file__).resolve().parent
-RULES = ("processors_before_log_softmax", "hyp_length_with_prompt", "can_improve_length", "can_improve_offset",
-         "candidates_2k", "tie_earlier_wins", "right_padded_sequences")
+ENGINES = HERE.parent
+ENGINE_RULES = {
+    "onnxruntime-genai": ("processors_before_log_softmax", "hyp_length_with_prompt", "can_improve_length",
+                          "can_improve_offset", "candidates_2k", "tie_earlier_wins", "right_padded_sequences"),
+    "transformers-js": ("no_pad_after_eos", "stop_when_all_last_eos", "beam_is_greedy"),
+}
+# What the engine's answer looks like beyond the rules (the adapters' layout): genai's greedy answer carries the
+# final eos the adapter reads back from get_next_tokens(); both lay rows out as transformers does.
 F32_LOWEST = np.float32(np.finfo(np.float32).min)
 
 _models: dict[str, GPT2] = {}
@@ -142,16 +164,20 @@ def greedy(inp: dict, rules: set[str]) -> list[list[int]]:
     seqs = [layout(r, real, width, pad, "right_padded_sequences" in rules) for r, real in zip(ids, reals)]
     gens: list[list[int]] = [[] for _ in ids]
     done = [False] * len(ids)
+    keep_going = "no_pad_after_eos" in rules
     for step in range(max_length - width):
         for b in range(len(ids)):
-            if done[b]:
+            if done[b] and not keep_going:
                 gens[b].append(pad)
                 continue
             scores = logits(tuple(reals[b] + gens[b])).copy()
             processors(scores, seqs[b] + gens[b], cfg, eos, min_length, width + step, np.float32(-np.inf))
             tok = int(np.argmax(scores))
             gens[b].append(tok)
-            done[b] = tok in eos
+            if "stop_when_all_last_eos" in rules:
+                done[b] = tok in eos
+            else:
+                done[b] = done[b] or tok in eos
         if all(done):
             break
     return [list(r) + g for r, g in zip(ids, gens)]
@@ -274,17 +300,22 @@ def beam(inp: dict, rules: set[str]) -> list[list[int]]:
 
 
 def simulate(inp: dict, rules: set[str]) -> list[list[int]]:
-    return beam(inp, rules) if int(inp["config"].get("num_beams") or 1) > 1 else greedy(inp, rules)
+    if int(inp["config"].get("num_beams") or 1) > 1 and "beam_is_greedy" not in rules:
+        return beam(inp, rules)
+    return greedy(inp, rules)
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("suite")
+    ap.add_argument("--engine", required=True, choices=sorted(ENGINE_RULES))
     ap.add_argument("--only", default="gpt2_greedy,gpt2_beam_search")
-    ap.add_argument("--engine-run", default=str(HERE / "run"))
+    ap.add_argument("--engine-run", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--ids", default=None, help="comma-separated case ids")
     args = ap.parse_args(argv)
+    rules_of_engine = ENGINE_RULES[args.engine]
+    run = args.engine_run or str(ENGINES / args.engine / "run")
     suite = Path(args.suite).resolve()
     cases = []
     for kind in args.only.split(","):
@@ -300,7 +331,7 @@ def main(argv: list[str]) -> int:
     # the engine's own answers (types renamed so that beam types do not ask for beam_indices)
     reqs = [json.dumps({"id": c["id"], "type": "engines_" + ("beam_search" if int(c["input"]["config"].get(
         "num_beams") or 1) > 1 else "greedy"), "input": c["input"]}) for c in cases]
-    out = subprocess.run([args.engine_run], input="\n".join(reqs) + "\n", capture_output=True, text=True)
+    out = subprocess.run([run], input="\n".join(reqs) + "\n", capture_output=True, text=True)
     engine = {}
     for line in out.stdout.splitlines():
         d = json.loads(line)
@@ -312,14 +343,15 @@ def main(argv: list[str]) -> int:
             report.append({"id": c["id"], "engine": e.get("unsupported") or e.get("error")})
             continue
         got, expected = e["output"]["sequences"], c["expected"]["sequences"]
-        sim_engine = simulate(c["input"], set(RULES))
+        sim_engine = simulate(c["input"], set(rules_of_engine))
         sim_hf = simulate(c["input"], set())
-        causes = [r for r in RULES if simulate(c["input"], {r}) != sim_hf]
+        causes = [r for r in rules_of_engine if simulate(c["input"], {r}) != sim_hf]
         report.append({"id": c["id"], "engine_equals_expected": got == expected,
                        "reproduced": sim_engine == got, "control": sim_hf == expected,
                        "single_rule_changes": causes})
         print(json.dumps(report[-1]), file=sys.stderr)
     summary = {
+        "engine": args.engine,
         "cases": len(report),
         "engine_differs": sum(1 for r in report if r.get("engine_equals_expected") is False),
         "reproduced": sum(1 for r in report if r.get("reproduced")),
