@@ -79,13 +79,14 @@ ENGINE_RULES = {
 # final eos the adapter reads back from get_next_tokens(); both lay rows out as transformers does.
 F32_LOWEST = np.float32(np.finfo(np.float32).min)
 
-_models: dict[str, GPT2] = {}
+_logits: dict[str, "Logits"] = {}
 
 
-def model_at(path: str) -> GPT2:
-    if path not in _models:
-        _models[path] = GPT2.from_pretrained(path)
-    return _models[path]
+def logits_of(path: str) -> "Logits":
+    """The memoised next-token logits of the checkpoint at ``path`` (shared by every simulation)."""
+    if path not in _logits:
+        _logits[path] = Logits(GPT2.from_pretrained(path))
+    return _logits[path]
 
 
 class Logits:
@@ -159,7 +160,7 @@ def greedy(inp: dict, rules: set[str]) -> list[list[int]]:
     ids, mask = inp["input_ids"], inp["attention_mask"]
     width = len(ids[0])
     max_length, min_length = lengths(cfg, width)
-    logits = Logits(model_at(inp["model"]["path"]))
+    logits = logits_of(inp["model"]["path"])
     reals = [[t for t, m in zip(r, k) if m] for r, k in zip(ids, mask)]
     seqs = [layout(r, real, width, pad, "right_padded_sequences" in rules) for r, real in zip(ids, reals)]
     gens: list[list[int]] = [[] for _ in ids]
@@ -217,7 +218,7 @@ def beam(inp: dict, rules: set[str]) -> list[list[int]]:
     lp = float(cfg.get("length_penalty", 1.0))
     early = cfg.get("early_stopping", False)
     max_length, min_length = lengths(cfg, width)
-    logits = Logits(model_at(inp["model"]["path"]))
+    logits = logits_of(inp["model"]["path"])
     reals = [[t for t, m in zip(r, k) if m] for r, k in zip(ids, mask)]
     right = "right_padded_sequences" in rules
     prompts = [layout(r, real, width, pad, right) for r, real in zip(ids, reals)]
@@ -276,7 +277,12 @@ def beam(inp: dict, rules: set[str]) -> list[list[int]]:
                 best = max(window) if window else all_cands[b][0][0]
             else:
                 best = max(c[0] for c in all_cands[b])
-            length = cur if "can_improve_length" in rules else cur + 1 - width
+            if "can_improve_length" in rules:
+                length = cur
+            elif early == "never" and lp > 0.0:  # transformers 4.38.2: the largest denominator, from max_length
+                length = max_length - width
+            else:
+                length = cur + 1 - width
             attainable = float(np.float32(best) / np.float32(math.pow(length, lp)))
             done[b] = not (hyps[b].worst() < attainable)
         beams, bscore = new_beams, new_scores
