@@ -82,6 +82,10 @@ F32_LOWEST = np.float32(np.finfo(np.float32).min)
 _logits: dict[str, "Logits"] = {}
 
 
+class NotSimulated(Exception):
+    """A state the engine reaches only through undefined behaviour (see where it is raised)."""
+
+
 def logits_of(path: str) -> "Logits":
     """The memoised next-token logits of the checkpoint at ``path`` (shared by every simulation)."""
     if path not in _logits:
@@ -265,6 +269,11 @@ def beam(inp: dict, rules: set[str]) -> list[list[int]]:
                     nb.append([*beams[b][k], tok])
                 if len(nb) == K:
                     break
+            if len(nb) < K:
+                # only with candidates_2k: more than num_beams eos among the 2 * num_beams candidates. The engine's
+                # assert(beam_idx == num_beams_) (beam_search_scorer.cpp:152) is compiled out of release builds and
+                # the unfilled slots keep the previous step's tokens and scores: not simulated.
+                raise NotSimulated("fewer than num_beams non-eos candidates among 2 * num_beams")
             new_beams.append(nb)
             if len(hyps[b].items) < K:
                 continue
@@ -352,9 +361,10 @@ def main(argv: list[str]) -> int:
         sim_engine = simulate(c["input"], set(rules_of_engine))
         sim_hf = simulate(c["input"], set())
         causes = [r for r in rules_of_engine if simulate(c["input"], {r}) != sim_hf]
+        needed = [r for r in rules_of_engine if simulate(c["input"], set(rules_of_engine) - {r}) != got]
         report.append({"id": c["id"], "engine_equals_expected": got == expected,
                        "reproduced": sim_engine == got, "control": sim_hf == expected,
-                       "single_rule_changes": causes})
+                       "single_rule_changes": causes, "needed_rules": needed})
         print(json.dumps(report[-1]), file=sys.stderr)
     summary = {
         "engine": args.engine,
