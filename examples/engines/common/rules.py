@@ -38,6 +38,10 @@ onnxruntime-genai's rules (names used in its FINDINGS.md; sources: the engine's 
 * ``right_padded_sequences`` — the processors (repetition penalty, no-repeat n-grams, min_length) see the engine's
   sequence: each prompt's real tokens, then its pad tokens, then the generated tokens (model.cpp PadInputs;
   search.cpp ApplyNoRepeatNgram scans that array); transformers sees the left-padded row.
+* ``trailing_pad_is_padding`` — with more than one prompt, the attention mask and position ids are derived from the
+  ids: every pad_token_id at the END of a prompt is padding (position_inputs.cpp:338-370, :258-300; logits.cpp:93-103
+  reads each row's logits at its last non-pad token), so a prompt whose real last token(s) equal pad_token_id loses
+  them from the model's view (the processors still see them); transformers attends to what attention_mask says.
 
 transformers.js's rules (sources: node_modules/@huggingface/transformers/src/ at 4.3.1):
 
@@ -72,7 +76,8 @@ HERE = Path(__file__).resolve().parent
 ENGINES = HERE.parent
 ENGINE_RULES = {
     "onnxruntime-genai": ("processors_before_log_softmax", "hyp_length_with_prompt", "can_improve_length",
-                          "can_improve_offset", "candidates_2k", "tie_earlier_wins", "right_padded_sequences"),
+                          "can_improve_offset", "candidates_2k", "tie_earlier_wins", "right_padded_sequences",
+                          "trailing_pad_is_padding"),
     "transformers-js": ("no_pad_after_eos", "stop_when_all_last_eos", "beam_is_greedy"),
 }
 # What the engine's answer looks like beyond the rules (the adapters' layout): genai's greedy answer carries the
@@ -152,6 +157,16 @@ def lengths(cfg: dict, width: int) -> tuple[int, int]:
     return max_length, min_length
 
 
+def real_tokens(ids: list[list[int]], mask: list[list[int]], pad: int, rules: set[str]) -> list[list[int]]:
+    """The tokens the model attends to, per prompt."""
+    reals = [[t for t, m in zip(r, k) if m] for r, k in zip(ids, mask)]
+    if "trailing_pad_is_padding" in rules and len(ids) > 1:
+        for real in reals:
+            while real and real[-1] == pad:
+                real.pop()
+    return reals
+
+
 def layout(seq_prompt: list[int], real: list[int], width: int, pad: int, right: bool) -> list[int]:
     """The row the processors see for a prompt (before generated tokens)."""
     return real + [pad] * (width - len(real)) if right else seq_prompt
@@ -165,7 +180,7 @@ def greedy(inp: dict, rules: set[str]) -> list[list[int]]:
     width = len(ids[0])
     max_length, min_length = lengths(cfg, width)
     logits = logits_of(inp["model"]["path"])
-    reals = [[t for t, m in zip(r, k) if m] for r, k in zip(ids, mask)]
+    reals = real_tokens(ids, mask, pad, rules)
     seqs = [layout(r, real, width, pad, "right_padded_sequences" in rules) for r, real in zip(ids, reals)]
     gens: list[list[int]] = [[] for _ in ids]
     done = [False] * len(ids)
@@ -223,7 +238,7 @@ def beam(inp: dict, rules: set[str]) -> list[list[int]]:
     early = cfg.get("early_stopping", False)
     max_length, min_length = lengths(cfg, width)
     logits = logits_of(inp["model"]["path"])
-    reals = [[t for t, m in zip(r, k) if m] for r, k in zip(ids, mask)]
+    reals = real_tokens(ids, mask, pad, rules)
     right = "right_padded_sequences" in rules
     prompts = [layout(r, real, width, pad, right) for r, real in zip(ids, reals)]
     value = F32_LOWEST if "processors_before_log_softmax" in rules else np.float32(-np.inf)
