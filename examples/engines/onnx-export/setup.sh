@@ -2,7 +2,8 @@
 # One command, idempotent, from anywhere: the environment that exports a GPT-2 checkpoint to ONNX with past key
 # values (optimum 1.17.1, the last optimum that accepts transformers 4.38.2; torch's TorchScript exporter).
 # Creates examples/engines/onnx-export/env/. When the project's oracle venv (torch 2.13.0 + transformers 4.38.2)
-# exists, env/ reuses it read-only through a .pth file; on a fresh machine it installs both itself.
+# exists, env/ reuses it read-only through a .pth file; on a fresh machine (or with REFDECODE_NO_ORACLE=1) it
+# installs both itself (torch==2.13.0: the CPU wheel; never plain torch).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 env="$here/env"
@@ -18,7 +19,9 @@ PY
 if [ -x "$env/bin/python" ] && ok; then echo "onnx-export: env ready ($env)"; exit 0; fi
 [ -x "$env/bin/python" ] || "$py" -m venv "$env"
 oracle="${REFDECODE_ORACLE_VENV:-}"
-if [ -z "$oracle" ]; then
+if [ "${REFDECODE_NO_ORACLE:-}" = 1 ]; then
+  oracle=""   # a fresh machine's path, on purpose
+elif [ -z "$oracle" ]; then
   for cand in "$here/../../../.venv-oracle" /work/main/.venv-oracle; do
     [ -x "$cand/bin/python" ] && { oracle="$(cd "$cand" && pwd)"; break; }
   done
