@@ -164,18 +164,31 @@ assert found == {2: "The nice woman", 3: "The car drives"}
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
 # the first case that differs: its input, refdecode's answer and yours.
 #
-# 1. **`sequence_probability(table, tokens)`**: the probability of `tokens[1:]` following `tokens[0]`
-#    under a bigram table (`table[a, b]` = P(b | a), float32 (V, V)). Compare: `sequence_prob` above.
-# 2. **`greedy_path(table, start, steps)`**: the `steps` token ids greedy search appends to `[start]`
-#    (a list of ints, without `start`). Ties: the lowest id, as `np.argmax`.
-# 3. **`beams_miss_the_best()`**: return a tree like `TOY_TREE` (change a few numbers) whose most probable
-#    2-word continuation of "The" is missed by 2 beams and found by 3 -- and does **not** start with
-#    "car" (that one is above). Hint: which first words do 2 beams keep after step 1?
+# The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
+# people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical
+# mistake the report says what it did; `hint(name)` prints staged hints, one more per call. Name your
+# parameters as you like: the checker passes them by keyword or in the order shown.
+#
+# 1. **`sequence_probability(table, tokens)`** ★: the probability of `tokens[1:]` following `tokens[0]` under
+#    a bigram table, as a float. Compare: `sequence_prob` above.
+#    - `table[a, b]` is P(b | a): the row is the current token, the column the next one.
+#    - The probability of a sequence is the product of its steps' probabilities (not a log).
+#    - A step with probability 0 makes the whole sequence 0.
+# 2. **`greedy_path(table, start, steps)`** ★: the `steps` token ids greedy search appends to `[start]`, as a
+#    list of ints.
+#    - Return only the appended tokens, without `start`.
+#    - Each step takes the argmax of the row of the last token; ties go to the lowest id, as `np.argmax`.
+# 3. **`beams_miss_the_best()`** ★★★: return a tree like `TOY_TREE` (change a few numbers) whose most probable
+#    2-word continuation of "The" is missed by 2 beams and found by 3.
+#    - The best 2-word continuation must be unique (no tie for best).
+#    - It must not start with "car" (that example is above): find one whose best starts with "dog" or
+#      "nice".
+#    - Every row must stay a distribution over TOY_VOCAB words.
 #
 # Solutions: `tutorials/solutions/lab01_toy_model.py` (run it to see the checker pass). Try first.
 
 # %%
-from _labs import check  # noqa: E402
+from _labs import check, hint  # noqa: E402
 
 
 def sequence_probability(table, tokens):

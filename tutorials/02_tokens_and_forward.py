@@ -189,16 +189,23 @@ assert attention_mask.sum(axis=1).tolist() == [3, 1]
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
 # the first case that differs: its input, refdecode's answer and yours.
 #
-# 1. **`position_ids(attention_mask)`**: the position ids GPT-2 gets for a left-padded batch
-#    (int (B, T)): real tokens count from 0, pad positions are set to 1 (what transformers' generation does).
-# 2. **`reorder_rows(keys, beam_idx)`**: the keys of one layer, float32 (N, H, S, D), after a beam step
-#    whose `beam_idx` says "new row i continues old row beam_idx[i]" (`cache.reorder`).
-#    Try it on the neural-speed article's `[2, 1, 1, 0]`: one row is copied twice and one is dropped.
+# The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
+# people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical
+# mistake the report says what it did; `hint(name)` prints staged hints, one more per call. Name your
+# parameters as you like: the checker passes them by keyword or in the order shown.
+#
+# 1. **`position_ids(attention_mask)`** ★★: the position ids GPT-2 gets for a left-padded batch, int (B, T).
+#    - Real tokens count from 0 at each row's first real token (`cumsum(mask) - 1`).
+#    - Pad positions are set to 1, as transformers' generation does (`masked_fill_(mask == 0, 1)`).
+# 2. **`reorder_rows(keys, beam_idx)`** ★: the keys of one layer, float32 (N, H, S, D), after a beam step
+#    (`cache.reorder`).
+#    - New row i continues old row `beam_idx[i]` (a gather: `new[i] = old[beam_idx[i]]`); a row can be
+#      copied twice and another dropped.
 #
 # Solutions: `tutorials/solutions/lab02_tokens_and_forward.py` (run it to see the checker pass). Try first.
 
 # %%
-from _labs import check  # noqa: E402
+from _labs import check, hint  # noqa: E402
 
 
 def position_ids(attention_mask):

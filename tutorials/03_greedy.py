@@ -228,18 +228,31 @@ assert np.array_equal(scores, logits_processor(input_ids, model(input_ids).logit
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
 # the first case that differs: its input, refdecode's answer and yours.
 #
-# 1. **`repetition_penalty(input_ids, scores, penalty)`**: `RepetitionPenaltyLogitsProcessor` by hand
-#    (input_ids int (N, T), scores float32 (N, V); return new scores, do not change `scores`).
-#    Mind the sign: what must happen to a *negative* score of a repeated token?
-# 2. **`no_repeat_ngram_banned(row, n)`**: the sorted list of tokens that `NoRepeatNGramLogitsProcessor(n)`
-#    bans after the token list `row` (those that would repeat an n-gram already in `row`).
-# 3. **`min_length(input_ids, scores, min_length, eos_token_id)`**: `MinLengthLogitsProcessor` by hand.
-#    Is a sequence of exactly `min_length` tokens still too short? (The length includes the prompt.)
+# The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
+# people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical
+# mistake the report says what it did; `hint(name)` prints staged hints, one more per call. Name your
+# parameters as you like: the checker passes them by keyword or in the order shown.
+#
+# 1. **`repetition_penalty(input_ids, scores, penalty)`** ★★: `RepetitionPenaltyLogitsProcessor` by hand
+#    (input_ids int (N, T), scores float32 (N, V)); return new scores, do not change `scores`.
+#    - Only tokens that appear in the row's `input_ids` are penalised, each once however often it appears.
+#    - A positive score is divided by the penalty, a negative score multiplied by it (both move down for
+#      penalty > 1).
+# 2. **`no_repeat_ngram_banned(row, n)`** ★★: the tokens `NoRepeatNGramLogitsProcessor(n)` bans after the
+#    token list `row`.
+#    - A token is banned when the last n - 1 tokens of `row`, followed by it, form an n-gram already in
+#      `row`.
+#    - With n = 1 every token already in `row` is banned; a row shorter than n bans nothing.
+#    - Return a sorted list, each token once.
+# 3. **`min_length(input_ids, scores, min_length, eos_token_id)`** ★: `MinLengthLogitsProcessor` by hand:
+#    return new scores.
+#    - eos gets -inf while the length is *less than* `min_length`; at exactly `min_length` it is allowed.
+#    - The length is `input_ids.shape[-1]`: it includes the prompt.
 #
 # Solutions: `tutorials/solutions/lab03_greedy.py` (run it to see the checker pass). Try first.
 
 # %%
-from _labs import check  # noqa: E402
+from _labs import check, hint  # noqa: E402
 
 
 def repetition_penalty(input_ids, scores, penalty):

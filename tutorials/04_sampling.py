@@ -210,17 +210,29 @@ assert np.array_equal(one, greedy_search(model, prompt, max_length=T + 25, pad_t
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
 # the first case that differs: its input, refdecode's answer and yours.
 #
-# 1. **`temperature_softmax(logits, temperature)`**: the probabilities after temperature, float32 (N, V).
-# 2. **`top_k_filter(scores, top_k)`**: `TopKLogitsWarper(top_k)` by hand: -inf for every score below the
-#    k-th largest. What happens to tokens *tied* with the k-th largest score?
-# 3. **`llama_top_p(probs, p)`**: top-p the llama way (the top-p article's `sample_top_p`): sort the
-#    probabilities, zero a token when the mass *before* it exceeds `p`, renormalise; return the
-#    probabilities in vocabulary order, float32 (N, V). Compare with `llama_top_p_probs` above.
+# The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
+# people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical
+# mistake the report says what it did; `hint(name)` prints staged hints, one more per call. Name your
+# parameters as you like: the checker passes them by keyword or in the order shown.
+#
+# 1. **`temperature_softmax(logits, temperature)`** ★: the probabilities after temperature, float32 (N, V).
+#    - softmax(logits / T) over the last axis; a -inf logit gets probability 0.
+# 2. **`top_k_filter(scores, top_k)`** ★★: `TopKLogitsWarper(top_k)` by hand: -inf for every score below the
+#    k-th largest.
+#    - Every score >= the k-th largest stays, so tokens tied with the k-th score are all kept.
+#    - `top_k` larger than the vocabulary keeps everything; scores already -inf stay -inf.
+# 3. **`llama_top_p(probs, p)`** ★★★: top-p the llama way (the top-p article's `sample_top_p`), float32 (N,
+#    V). Compare with `llama_top_p_probs` above.
+#    - Sort the probabilities in descending order; a token is zeroed when the mass of the tokens before it
+#      is greater than `p`, and kept when that mass is <= p (so the token that crosses p is kept).
+#    - Among equal probabilities the lower token id comes first (a stable descending sort,
+#      `np.argsort(-probs, kind="stable")`), so when a tie straddles the cut the lower id is kept.
+#    - Renormalise the kept probabilities to sum to 1 and return them in vocabulary order.
 #
 # Solutions: `tutorials/solutions/lab04_sampling.py` (run it to see the checker pass). Try first.
 
 # %%
-from _labs import check  # noqa: E402
+from _labs import check, hint  # noqa: E402
 
 
 def temperature_softmax(logits, temperature):

@@ -191,17 +191,28 @@ print(f"sum log p: greedy {greedy_logprob:.3f}, beam {sum(logprobs):.3f}")
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
 # the first case that differs: its input, refdecode's answer and yours.
 #
-# 1. **`hypothesis_score(sum_logprobs, generated_len, length_penalty)`**: the score `BeamHypotheses.add`
-#    gives a finished hypothesis. Which length: the generated tokens or the whole sequence?
+# The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
+# people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical
+# mistake the report says what it did; `hint(name)` prints staged hints, one more per call. Name your
+# parameters as you like: the checker passes them by keyword or in the order shown.
+#
+# 1. **`hypothesis_score(sum_logprobs, generated_len, length_penalty)`** ★: the score `BeamHypotheses.add`
+#    gives a finished hypothesis.
+#    - score = sum_logprobs / generated_len ** length_penalty, with `generated_len` the generated tokens
+#      (eos included), not the whole sequence.
 # 2. **`is_done(worst_score, best_sum_logprobs, cur_len, length_penalty, early_stopping, max_length,
-#    decoder_prompt_len)`**: `BeamHypotheses.is_done` for a pool that is already full (it holds
-#    `num_beams` hypotheses, the worst scoring `worst_score`), for `early_stopping` True, False and
-#    "never". A bool.
+#    decoder_prompt_len)`** ★★★: `BeamHypotheses.is_done` for a pool that is already full (the worst
+#    hypothesis scores `worst_score`); a bool.
+#    - `early_stopping=True`: done as soon as the pool is full, whatever the scores.
+#    - `False`: done when worst_score >= best_sum_logprobs / (cur_len - decoder_prompt_len) **
+#      length_penalty (done on equality).
+#    - `"never"`: the same with the largest reachable length, max_length - decoder_prompt_len, when
+#      length_penalty > 0; for length_penalty <= 0 it uses the current length like False.
 #
 # Solutions: `tutorials/solutions/lab05_beam_search.py` (run it to see the checker pass). Try first.
 
 # %%
-from _labs import check  # noqa: E402
+from _labs import check, hint  # noqa: E402
 
 
 def hypothesis_score(sum_logprobs, generated_len, length_penalty):

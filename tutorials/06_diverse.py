@@ -185,18 +185,27 @@ assert all(0 < distinct_n(s, n) <= 1 and 0 <= overlap_n(s, n) <= 1 for s in tabl
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
 # the first case that differs: its input, refdecode's answer and yours.
 #
-# 1. **`hamming_penalty(scores, previous_tokens, diversity_penalty)`**: the Hamming diversity penalty for
-#    the rows of one group (float32 (group size, V)), given the tokens the earlier groups chose at this
-#    step (`previous_tokens`, int (n,)). A token two earlier beams chose is penalised twice.
-# 2. **`top_candidates(total, n)`**: the `n` best candidates of each prompt from the beams' total scores
-#    float32 (B, K, V): scores, beam and token, each (B, n), best first, ties by lower `beam * V + token`.
-#    All K*V candidates compete together: at step 1 of beam search (other beams at -1e9) every one
-#    comes from beam 0.
+# The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
+# people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical
+# mistake the report says what it did; `hint(name)` prints staged hints, one more per call. Name your
+# parameters as you like: the checker passes them by keyword or in the order shown.
+#
+# 1. **`hamming_penalty(scores, previous_tokens, diversity_penalty)`** ★★: the Hamming diversity penalty for
+#    the rows of one group (float32 (group size, V)), given the tokens the earlier groups chose at this step
+#    (`previous_tokens`, int (n,)).
+#    - Subtract diversity_penalty once per time an earlier group chose the token: a token chosen twice is
+#      penalised twice.
+#    - Every row of the group gets the same penalty; the first group (nothing before it) is unchanged.
+# 2. **`top_candidates(total, n)`** ★★: the `n` best candidates of each prompt from the beams' total scores
+#    float32 (B, K, V): scores, beam and token, each (B, n), best first.
+#    - All K*V candidates of a prompt compete together (at step 1 of beam search every one comes from beam
+#      0).
+#    - Ties go to the lower `beam * V + token` first.
 #
 # Solutions: `tutorials/solutions/lab06_diverse.py` (run it to see the checker pass). Try first.
 
 # %%
-from _labs import check  # noqa: E402
+from _labs import check, hint  # noqa: E402
 
 
 def hamming_penalty(scores, previous_tokens, diversity_penalty):

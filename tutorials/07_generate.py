@@ -202,17 +202,25 @@ assert out.shape[0] == 2 * 2 and out.shape[1] <= input_ids.shape[1] + 10        
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
 # the first case that differs: its input, refdecode's answer and yours.
 #
-# 1. **`generation_mode(config)`**: which loop `generate()` runs for a dict of GenerationConfig fields
-#    (`{"num_beams": 4, "do_sample": True}` -> `"beam_sample"`): one of "greedy_search", "sample",
-#    "beam_search", "beam_sample", "group_beam_search".
-# 2. **`stop_on_token`**: a `StoppingCriteria` subclass, built as `stop_on_token(token_id)`, that stops
-#    generation once the last token of every row is `token_id`. The checker passes it to `generate`
-#    (`stopping_criteria=[...]`) and compares with a model whose eos is that token.
+# The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
+# people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical
+# mistake the report says what it did; `hint(name)` prints staged hints, one more per call. Name your
+# parameters as you like: the checker passes them by keyword or in the order shown.
+#
+# 1. **`generation_mode(config)`** ★: which loop `generate()` runs for a dict of GenerationConfig fields
+#    (`{"num_beams": 4, "do_sample": True}` -> `"beam_sample"`).
+#    - Answer with transformers' mode names: "greedy_search", "sample", "beam_search", "beam_sample",
+#      "group_beam_search".
+#    - Only `do_sample=True` samples: `top_k` alone changes nothing (it only warns).
+#    - num_beams > 1 with num_beam_groups > 1 is "group_beam_search".
+# 2. **`stop_on_token`** ★★: a `StoppingCriteria` subclass, built as `stop_on_token(token_id)`. The checker
+#    passes it to `generate` (`stopping_criteria=[...]`) and compares with a model whose eos is that token.
+#    - Stop once the **last** token of every row (`input_ids[:, -1]`) is `token_id`; return a bool.
 #
 # Solutions: `tutorials/solutions/lab07_generate.py` (run it to see the checker pass). Try first.
 
 # %%
-from _labs import check  # noqa: E402
+from _labs import check, hint  # noqa: E402
 
 
 from refdecode import StoppingCriteria

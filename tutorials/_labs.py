@@ -9,8 +9,12 @@ random ones), and the refdecode function that gives the expected answers. Call::
 
 It runs every case and prints one line: all cases match, not attempted yet (your function still
 raises ``NotImplementedError``), or the **first** case that differs, with its input, refdecode's
-answer and yours. It returns True or False and never raises, so a tutorial runs top to bottom
-whatever state your exercise is in.
+answer and yours, and, when your answer is a typical mistake, what it did ("you dropped the token
+that crosses p"). It returns True or False and never raises, so a tutorial runs top to bottom
+whatever state your exercise is in. Your function may name its parameters as you like: the checker
+calls it with keywords when the names match the exercise's, positionally (in the exercise's order)
+otherwise. ``hint(name)`` prints the next of the exercise's staged hints. The levels (★ to ★★★),
+rules, hints and typical mistakes are in ``_lab_guide.py``.
 
 The solutions are in ``tutorials/solutions/`` (one file per tutorial). They are not part of the
 rendered tutorials: try first, then compare. ``tests/test_labs.py`` checks that every solution
@@ -19,6 +23,7 @@ passes and that typical wrong answers are caught.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,7 +51,9 @@ from refdecode import (
 )
 from refdecode.model.stand_ins import TableModel
 
-__all__ = ["EXERCISES", "check", "exercises_of"]
+from _lab_guide import GUIDES, stars
+
+__all__ = ["EXERCISES", "check", "exercises_of", "hint"]
 
 # A case: a label, the keyword arguments your function is called with, and the expected answer
 # (a value, or a function ``validate(your_answer) -> None | "what is wrong"`` for open exercises).
@@ -196,7 +203,8 @@ def _check_tree(tree: Any) -> str | None:
                           BeamSearchScorer(batch_size=1, num_beams=k, length_penalty=0.0), max_length=3)
         found[k] = _common.toy_text(seq[0])
     if found[2] == best:
-        return f"2 beams already find the best sequence {best!r} (p = {ranked[0][0]:.3f})"
+        return (f"2 beams already find the best sequence {best!r} (p = {ranked[0][0]:.3f}): its first word must be "
+                "one that 2 beams drop after step 1")
     if found[3] != best:
         return f"3 beams find {found[3]!r}, not the best {best!r}"
     return None
@@ -288,8 +296,11 @@ def _cases_top_k() -> Iterator[Case]:
 
 
 def _cases_llama_top_p() -> Iterator[Case]:
-    # the top-p article's example, a row where the mass of the top tokens equals p exactly, random rows
-    yield "the top-p article's example", dict(probs=np.array([[0.05, 0.1, 0.6, 0.15, 0.1]], dtype=np.float32), p=0.8), None
+    # the top-p article's example (section 3.2: [0.1, 0.3, 0.4, 0.15, 0.05], p = 0.8), a tie at the cut,
+    # a row where the mass of the top tokens equals p exactly, random rows
+    yield "the top-p article's example", dict(probs=np.array([[0.1, 0.3, 0.4, 0.15, 0.05]], dtype=np.float32), p=0.8), None
+    yield "a tie at the cut: the lower token id is kept", dict(
+        probs=np.array([[0.05, 0.1, 0.6, 0.15, 0.1]], dtype=np.float32), p=0.8), None
     yield "mass exactly p", dict(probs=np.array([[0.5, 0.25, 0.125, 0.0625, 0.0625]], dtype=np.float32),
                                  p=0.75), None
     yield "p = 1 keeps everything", dict(probs=np.array([[0.7, 0.2, 0.1]], dtype=np.float32), p=1.0), None
@@ -312,7 +323,8 @@ def _cases_hypothesis_score() -> Iterator[Case]:
 
 
 def _cases_is_done() -> Iterator[Case]:
-    grid = itertools.product([True, False, "never"], [1.0, 0.0, -1.0, 2.0], [(-1.0, -3.0), (-1.0, -1.5)])
+    grid = itertools.product([True, False, "never"], [1.0, 0.0, -1.0, 2.0], [(-1.0, -3.0), (-1.0, -1.5), (-1.0, -4.5),
+                                                                                 (-10.0, -3.0)])
     for early_stopping, alpha, (worst, best) in grid:
         kwargs = dict(worst_score=worst, best_sum_logprobs=best, cur_len=6, length_penalty=alpha,
                       early_stopping=early_stopping, max_length=10, decoder_prompt_len=3)
@@ -403,9 +415,12 @@ def _cases_stop_on_token() -> Iterator[Case]:
 
         def validate(criterion: Any, start: int = start, expected: np.ndarray = expected) -> str | None:
             got = generate(TableModel(table), np.array([[start]]), max_new_tokens=8, stopping_criteria=[criterion])
-            if not np.array_equal(got, expected):
-                return f"generate with your criterion gives {got.tolist()}, stopping at the token gives {expected.tolist()}"
-            return None
+            if np.array_equal(got, expected):
+                return None
+            why = ("it stopped before the token was generated: look at the last token, input_ids[:, -1]"
+                   if got.shape[1] < expected.shape[1] else
+                   "it did not stop at the token: return True once input_ids[:, -1] == token_id")
+            return f"{why}; generate with your criterion gives {got.tolist()}, stopping at the token gives {expected.tolist()}"
         yield f"start {start}, stop at {token}", dict(token_id=token), validate
 
 
@@ -482,27 +497,112 @@ def _short(value: Any) -> str:
     return text if len(text) < 300 else text[:300] + " ..."
 
 
+class _Signature(TypeError):
+    """Your function's parameters fit the exercise's neither by name nor by number."""
+
+
+def call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Call ``fn`` with the case's arguments: by keyword when its parameter names allow it, else positionally
+    in the exercise's order (``def llama_top_p(x, threshold)`` works as well as ``(probs, p)``)."""
+    args = _copy_args(kwargs)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):      # a builtin or C function: try keywords
+        return fn(**args)
+    try:
+        signature.bind(**args)
+    except TypeError:
+        try:
+            signature.bind(*args.values())
+        except TypeError:
+            raise _Signature(f"your function takes {signature}; the exercise passes ({', '.join(args)})") from None
+        return fn(*args.values())
+    return fn(**args)
+
+
+def _agrees(name: str, mimic: Callable[..., Any], kwargs: dict[str, Any], got: Any) -> bool:
+    """Does the mistake ``mimic`` give your answer ``got`` on this case?"""
+    compare = EXERCISES[name].compare
+    try:
+        with np.errstate(all="ignore"):
+            theirs = mimic(**_copy_args(kwargs))
+        return compare(np.asarray(theirs) if compare is same_scores else theirs, got) is None
+    except Exception:   # noqa: BLE001 -- a mimic that does not apply to this case is no diagnosis
+        return False
+
+
+def diagnose(name: str, fn: Callable[..., Any], cases: list[Case], failing: int) -> str | None:
+    """The typical mistake (``_lab_guide.GUIDES[name].mistakes``) your answer makes, or None.
+
+    A mistake your function reproduces on every case wins; else the first one it reproduces on the failing case
+    (two mistakes can give the same wrong answer on one case and differ on others)."""
+    label, kwargs, expected = cases[failing]
+    got = call(fn, kwargs)
+    yours = []
+    for _, case_kwargs, _ in cases:
+        try:
+            yours.append(call(fn, case_kwargs))
+        except Exception:   # noqa: BLE001
+            yours.append(None)
+    on_this_case = None
+    for mistake in GUIDES[name].mistakes:
+        if mistake.test is not None:
+            if on_this_case is None and mistake.test(expected, got):
+                on_this_case = mistake.message
+            continue
+        if not _agrees(name, mistake.mimic, kwargs, got):
+            continue
+        if all(_agrees(name, mistake.mimic, k, y) for (_, k, _), y in zip(cases, yours)):
+            return mistake.message
+        on_this_case = on_this_case or mistake.message
+    return on_this_case
+
+
+_hints_shown: dict[str, int] = {}
+
+
+def hint(name: str, stage: int | None = None) -> str:
+    """Print (and return) hint ``stage`` (1 = a nudge, the last nearly the answer) of exercise ``name``;
+    without ``stage``, the next hint not shown yet."""
+    hints = GUIDES[name].hints
+    if stage is None:
+        stage = min(_hints_shown.get(name, 0) + 1, len(hints))
+    if not 1 <= stage <= len(hints):
+        raise ValueError(f"`stage` has to be an int in [1, {len(hints)}] for {name!r}, but is {stage}")
+    _hints_shown[name] = max(_hints_shown.get(name, 0), stage)
+    text = f"hint {stage}/{len(hints)} for {name}: {hints[stage - 1]}"
+    print(text)
+    return text
+
+
 def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
-    """(all cases match, the one-line report) for exercise ``name`` and your function ``fn``."""
+    """(all cases match, the report) for exercise ``name`` and your function ``fn``."""
     exercise = EXERCISES[name]
+    title = f"{name} {stars(GUIDES[name].level)}"
+    stuck = f'\n      stuck? hint("{name}") ({len(GUIDES[name].hints)} staged hints)'
     cases = list(exercise.cases())
     for i, (label, kwargs, expected) in enumerate(cases):
         try:
-            got = fn(**_copy_args(kwargs))
+            got = call(fn, kwargs)
             problem = exercise.compare(expected, got)   # open exercises run your object here
         except NotImplementedError:
-            return False, f"[ ] {name}: not attempted yet ({exercise.task})"
+            return False, f"[ ] {title}: not attempted yet ({exercise.task})"
+        except _Signature as err:
+            return False, f"[x] {title}: {err}"
         except Exception as err:   # noqa: BLE001 -- a student's bug is a report, not a crash
-            return False, f"[x] {name}: case {i + 1}/{len(cases)} ({label}) raised {type(err).__name__}: {err}"
+            return False, f"[x] {title}: case {i + 1}/{len(cases)} ({label}) raised {type(err).__name__}: {err}{stuck}"
         if problem:
             detail = "" if callable(expected) else f"\n      expected {_short(expected)}\n      got      {_short(got)}"
             args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
-            return False, f"[x] {name}: case {i + 1}/{len(cases)} ({label}): {problem}\n      input    {args}{detail}"
-    return True, f"[v] {name}: all {len(cases)} cases match refdecode"
+            why = None if callable(expected) else diagnose(name, fn, cases, i)
+            why_line = f"\n      why      {why}" if why else stuck
+            return False, (f"[x] {title}: case {i + 1}/{len(cases)} ({label}): {problem}\n      input    {args}"
+                           f"{detail}{why_line}")
+    return True, f"[v] {title}: all {len(cases)} cases match refdecode"
 
 
 def check(name: str, fn: Callable[..., Any]) -> bool:
-    """Run exercise ``name`` on your function, print one report line, return whether every case matched."""
+    """Run exercise ``name`` on your function, print the report, return whether every case matched."""
     ok, report = run(name, fn)
     print(report)
     return ok

@@ -23,16 +23,14 @@ differ on the boundary: transformers drops a token when the mass of the tokens b
 exactly p; the other two keep it. They also sum in opposite directions (transformers from the
 least probable end), so in float32 they can split differently near the threshold.
 
-Tie rule: each variant sorts the way its source does, with a *stable* sort, which is what
-``torch.sort`` does on CPU for rows of up to 16 entries (measured with torch 2.13; above 16 it
-switches to an algorithm whose order among equal keys is not stable). transformers'
-:func:`top_p_warp` sorts ascending, so among tied tokens straddling the cut the LOWER ids come
-first and are dropped first (``[[0, 0, 0, 0]]`` with ``top_p=0.5`` keeps ids {2, 3}, as
-transformers 4.38.2 does); ``top_p=0`` on a tied maximum keeps the highest tied id, not
-``argmax``'s. llama's and the sampling note's rules sort descending (:func:`rank_descending`), so
-there the lower ids are kept. For rows longer than 16, refdecode applies the same stable rule,
-while torch's choice among tied tokens at the cut depends on its sort's internals. Top-k has no
-such ambiguity: it keeps every token whose score ties with the k-th largest.
+Tie rule: transformers' :func:`top_p_warp` sorts as ``torch.sort`` does on the CPU: stably for rows of up
+to 16 entries (tied tokens in id order: among tied tokens straddling the cut the LOWER ids come first and
+are dropped first; ``[[0, 0, 0, 0]]`` with ``top_p=0.5`` keeps ids {2, 3}, as transformers 4.38.2 does;
+``top_p=0`` on a tied maximum keeps the highest tied id, not ``argmax``'s); above 16, torch's order is
+libstdc++'s introsort's, which refdecode reproduces (:mod:`refdecode.processors.torch_sort`; 17 zeros and
+``top_p=0.5`` keep ids 0-7 and 9). llama's and the sampling note's rules sort descending with a stable
+sort (:func:`rank_descending`), so there the lower ids are kept. Top-k has no such ambiguity: it keeps
+every token whose score ties with the k-th largest.
 """
 
 from __future__ import annotations
@@ -43,6 +41,7 @@ from ..numerics import softmax
 from ..validation import is_float, is_number, warn
 from .arguments import check_count, check_filter_value, check_positive_float, check_scores
 from .logits_process import LogitsProcessor
+from .torch_sort import torch_order_at_cut
 
 __all__ = [
     "top_k_top_p_filtering",
@@ -137,8 +136,10 @@ def top_p_warp(
 
     Float details matched to torch on CPU: the threshold is ``float32(1 - top_p)``; ``cumsum``
     accumulates in float64 and rounds each prefix to float32 (torch's CPU ``cumsum`` uses a double
-    accumulator). Ties: a stable ascending sort, as ``torch.sort`` on CPU for rows of up to 16
-    entries: among tied tokens straddling the cut the lower ids come first and are dropped first.
+    accumulator). Ties: ``torch.sort``'s CPU order: for rows of up to 16 entries a stable ascending
+    sort (among tied tokens straddling the cut the lower ids come first and are dropped first); above,
+    the tie group the cut splits is put in the order libstdc++'s introsort leaves it
+    (:func:`~refdecode.processors.torch_sort.torch_order_at_cut`).
 
     transformers 4.38.2 ``TopPLogitsWarper``; the 4.26 walkthrough, "TopPLogitsWarper".
 
@@ -166,6 +167,11 @@ def top_p_warp(
 
     >>> kept(top_p_warp(np.zeros((1, 4), dtype=np.float32), 0.5))
     array([2, 3])
+
+    Over 16 entries torch's sort is not stable; its order is reproduced (4.38.2 keeps the same ids):
+
+    >>> kept(top_p_warp(np.zeros((1, 17), dtype=np.float32), 0.5))
+    array([0, 1, 2, 3, 4, 5, 6, 7, 9])
     """
     batch, vocab = check_scores(scores).shape
     threshold = np.float32(1.0 - top_p)
@@ -188,6 +194,8 @@ def top_p_warp(
         cumulative = np.cumsum(probs, dtype=np.float64).astype(np.float32)  # the left-out zeros add 0.0
         keep = ~(cumulative <= threshold)  # NaN mass removes nothing
         keep[max(n - min_tokens_to_keep, 0) :] = True  # the most probable m always stay
+        for cut in np.flatnonzero(keep[1:] != keep[:-1]).tolist():  # where removed meets kept (once)
+            torch_order_at_cut(row, order, cut + 1)  # tied tokens on both sides: torch's sort chooses
         out[b, order[keep]] = row[order[keep]]  # sorted order -> token order
     return out
 

@@ -19,9 +19,11 @@ which ``generate`` builds them (transformers' ``_get_logits_warper``; min-p from
 
     Temperature -> TopK -> TopP -> MinP -> Typical -> Epsilon -> Eta -> LogitNormalization
 
-Ties: typical sorts ascending and min-p descending with a *stable* sort (equal keys keep token-id
-order), which is what ``torch.sort`` does on CPU for rows of up to 16 entries; above 16 torch's
-order among equal keys is not stable (see docs/top-p.md). Epsilon and eta compare values only.
+Ties: typical sorts ascending and min-p descending in ``torch.sort``'s CPU order: stable (equal keys
+in token-id order) for rows of up to 16 entries, libstdc++'s introsort's order above, reproduced by
+:mod:`refdecode.processors.torch_sort` where it decides the output: for the tie group that straddles
+the ``min_tokens_to_keep`` cut (see docs/top-p.md, "Ties beyond 16 entries"). Epsilon and eta compare
+values only.
 
 Docs: docs/entropy-sampling.md.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .logits_warp import LogitsWarper
+from .torch_sort import torch_order_at_cut
 from ..numerics import log_softmax, softmax
 from .arguments import check_filter_value, check_scores
 from ..validation import is_integer, is_number
@@ -78,7 +81,13 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     it is far more probable than typical).
 
     transformers 4.38.2 ``TypicalLogitsWarper``. The cumulative sum accumulates in float64 and
-    rounds to float32, like torch's CPU ``cumsum``; ``mass`` is compared as float32.
+    rounds to float32, like torch's CPU ``cumsum``; ``mass`` is compared as float32. Ties in
+    :math:`d`: "the first ``min_tokens_to_keep``" are those of torch's CPU sort (stable up to 16
+    entries; above, the tie group across that cut is put in torch's order). The order of other tied
+    tokens is not reproduced: a tie group with one score is kept or removed whole, and tokens with
+    different scores but equal :math:`d` change only the summation order of the softmax and the
+    cumulative sum, whose float32 rounding refdecode does not reproduce bit for bit on long rows
+    anyway (its softmax sums in NumPy's order, not torch's).
 
     >>> s = np.log(np.array([[0.5, 0.25, 0.15, 0.1]], dtype=np.float32))   # H = 1.21 nats
     >>> typical_warp(s, 0.5)              # d = [0.52, 0.18, 0.69, 1.09]: token 1, then 0 (mass 0.75)
@@ -88,6 +97,8 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     logp = log_softmax(scores)
     distance = np.abs(-logp - _entropy(logp))  # (B, V)
     order = np.argsort(distance, axis=-1, kind="stable")  # ascending; NaN (all -inf row) last
+    for b in range(order.shape[0]):  # tied tokens across the min_tokens_to_keep cut: torch's sort chooses
+        torch_order_at_cut(distance[b], order[b], min_tokens_to_keep)
     sorted_distance = np.take_along_axis(distance, order, axis=-1)
     probs = softmax(np.take_along_axis(scores, order, axis=-1))
     cumulative = np.cumsum(probs, axis=-1, dtype=np.float64).astype(np.float32)
@@ -152,9 +163,10 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
 
     .. math:: \text{remove } v \text{ if } p_v < \text{min\_p}\cdot\max_u p_u
 
-    except the first ``min_tokens_to_keep`` tokens in descending score order (stable: among equal
-    scores the lower id comes first). ``min_p = 0`` removes nothing, ``min_p = 1`` keeps only the
-    tokens tied with the best.
+    except the first ``min_tokens_to_keep`` tokens in descending score order (``torch.argsort``'s order:
+    among equal scores the lower id comes first in rows of up to 16 entries; above, the tied tokens
+    across the cut are the ones torch's CPU sort puts first, :mod:`refdecode.processors.torch_sort`).
+    ``min_p = 0`` removes nothing, ``min_p = 1`` keeps only the tokens tied with the best.
 
     transformers **4.41** ``MinPLogitsWarper`` (newer than the pinned 4.38.2; golden-checked
     against 4.41.0). The threshold is the float32 product ``min_p * max(p)``.
@@ -166,8 +178,10 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
     check_scores(scores)
     probs = softmax(scores)
     remove = probs < np.float32(min_p) * probs.max(axis=-1, keepdims=True)  # (B, V)
-    order = np.argsort(-scores, axis=-1, kind="stable")[:, :min_tokens_to_keep]  # the m best, stable
-    np.put_along_axis(remove, order, False, axis=-1)
+    order = np.argsort(-scores, axis=-1, kind="stable")  # (B, V) descending; ties: lower id first
+    for b in range(order.shape[0]):  # tied tokens across the min_tokens_to_keep cut: torch's argsort chooses
+        torch_order_at_cut(scores[b], order[b], min_tokens_to_keep, descending=True)
+    np.put_along_axis(remove, order[:, :min_tokens_to_keep], False, axis=-1)  # the m best
     return np.where(remove, np.float32(filter_value), scores)
 
 

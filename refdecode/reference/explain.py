@@ -16,6 +16,12 @@ Per step and live row (beam modes hide the beams that start at -1e9 on the first
   ``eos ranked >= K: ignored``, ``not needed`` (the K running slots were already filled);
 - why each prompt (row) is or is not done; after the last step, what stopped the loop and the result.
 
+Sampling modes (``sample``, ``beam_sample``) show each stage's *probabilities* (softmax of that stage's
+scores, from the trace's ``logsumexp``) instead of scores, the nucleus size (the tokens a draw can still
+reach: finite after the last warper), and, when the trace holds the draws (``refdecode explain`` records
+them through ``generate(draw=...)``), the uniform drawn and the chosen token's rank by probability. Beam
+modes say which rows start at -1e9 and how each returned score was computed (Σ log p / ℓ^α).
+
 Docs: docs/traces.md.
 """
 
@@ -26,6 +32,9 @@ import os
 import sys
 from collections.abc import Callable
 
+import numpy as np
+
+from ..decoding.randomness import multinomial
 from .trace import decode_float
 
 __all__ = ["render", "main"]
@@ -65,15 +74,40 @@ def _table(header: list[str], rows: list[list[str]], left: tuple[str, ...] = ("t
     return ["    " + "  ".join(a(c, w) for a, c, w in zip(align, cells, widths)).rstrip() for cells in [header, *rows]]
 
 
-def _stage_table(step: dict, row: int, text: Callable[[int], str], top: int, vocab: int) -> list[str]:
-    """Best tokens of ``row`` through every stage of the step (columns), best final score first."""
+def _prob(summary: dict, token: int, vocab: int) -> float | None:
+    """softmax of the stage's row at ``token``: exp(value - logsumexp of the row)."""
+    value, lse = _value(summary, token, vocab), summary.get("logsumexp")
+    if value is None or lse is None:
+        return None
+    return 0.0 if value == -math.inf else math.exp(value - decode_float(lse))
+
+
+def _stage_table(step: dict, row: int, text: Callable[[int], str], top: int, vocab: int,
+                 probs: bool = False) -> list[str]:
+    """Best tokens of ``row`` through every stage of the step (columns), best final score first; with
+    ``probs``, each stage's probabilities (columns ``p <stage>``) instead of its scores."""
     stages = [s for s in step["stages"] if row in s["rows"]]
     summaries = [s["values"][s["rows"].index(row)] for s in stages]
     first, last = summaries[0], summaries[-1]
     tokens = list(dict.fromkeys(last["top_tokens"][:top] + first["top_tokens"][:top]))
     tokens.sort(key=lambda t: -(v if (v := _value(last, t, vocab)) is not None else -math.inf))
-    body = [[text(t)] + [_fmt(_value(s, t, vocab)) for s in summaries] for t in tokens]
-    return _table(["token"] + [_short(s["name"]) for s in stages], body)
+    cell = _prob if probs else _value
+    body = [[text(t)] + [_fmt(cell(s, t, vocab)) for s in summaries] for t in tokens]
+    lines = _table(["token"] + [("p " if probs else "") + _short(s["name"]) for s in stages], body)
+    if probs:
+        lines.append(f"    nucleus: {vocab - last['n_neg_inf']} of {vocab} tokens can be drawn after the last stage")
+    return lines
+
+
+def _draw_lines(step: dict, row: int, text: Callable[[int], str]) -> list[str]:
+    """The uniform each draw of ``row`` used, the token it reached and that token's rank by probability."""
+    lines = []
+    for d in step.get("draws", []):
+        if row in d.get("rows", {}):
+            for u, token, rank, p, n in d["rows"][row]:
+                lines.append(f"    draw: u = {u:.4f} (inverse CDF over token ids) -> {text(token)}, "
+                             f"rank {rank} of {n} by probability, p = {p:.4f}")
+    return lines
 
 
 def _fates(cand: dict, size: int, eos: list[int], done_before: bool, hyps: list[dict], alpha: float) -> list[str]:
@@ -105,11 +139,16 @@ def _beam_lines(step: dict, trace: dict, seqs: list, running: dict, text: Callab
     size = settings.get("num_beams", 1) // (settings.get("num_beam_groups") or 1)
     lines = []
     for stage_rows in dict.fromkeys(tuple(s["rows"]) for s in step["stages"]):
+        hidden = [row for row in stage_rows if running.get(row, 0.0) <= -1e8]
+        if hidden:
+            lines.append(f"  rows {', '.join(map(str, hidden))}: copies of the prompt at running score -1e9, so every "
+                         "candidate of this first step extends row 0 of its prompt (not shown)")
         for row in stage_rows:
             if running.get(row, 0.0) <= -1e8:
                 continue
             lines.append(f'  row {row} "{row_text(seqs[row])}"  running score {_fmt(running.get(row, 0.0))}')
-            lines += _stage_table(step, row, text, top, vocab)
+            lines += _stage_table(step, row, text, top, vocab, probs=trace.get("mode") == "beam_sample")
+            lines += _draw_lines(step, row, text)
     for cand in step.get("candidates", []):
         group = cand.get("group", 0)
         fates = _fates(cand, size, eos, done_before.get((cand["prompt"], group), False), step.get("hypotheses", []),
@@ -117,6 +156,11 @@ def _beam_lines(step: dict, trace: dict, seqs: list, running: dict, text: Callab
         body = [[str(r), str(b), text(t), _fmt(s), f] for r, (b, t, s, f) in
                 enumerate(zip(cand["beams"], cand["tokens"], cand["scores"], fates))]
         where = f"prompt {cand['prompt']}" + (f", group {group}" if settings.get("num_beam_groups", 1) > 1 else "")
+        vocab_size = trace.get("vocab_size", 1)
+        for d in step.get("draws", []):
+            for u, flat, rank, p, n in d.get("prompts", {}).get(cand["prompt"], []):
+                lines.append(f"  draw for {where}: u = {u:.4f} -> beam {flat // vocab_size} token "
+                             f"{text(flat % vocab_size)}, rank {rank} of {n} candidates by probability, p = {p:.4f}")
         lines.append(f"  candidates of {where} (score = running score + processed log-prob):")
         lines += _table(["rank", "beam", "token", "score", "fate"], body)
     return lines
@@ -146,7 +190,8 @@ def render(trace: dict, token_text: Callable[[int], str] = str, top: int = 5,
         else:
             for row in range(len(seqs)):
                 lines.append(f'  row {row} "{row_text(seqs[row])}"')
-                lines += _stage_table(step, row, token_text, top, trace.get("vocab_size", 0))
+                lines += _stage_table(step, row, token_text, top, trace.get("vocab_size", 0), probs=mode == "sample")
+                lines += _draw_lines(step, row, token_text)
         new = list(seqs)
         for sel in step["selected"]:
             rows = sel.get("rows", list(range(len(sel["tokens"]))))
@@ -165,12 +210,60 @@ def render(trace: dict, token_text: Callable[[int], str] = str, top: int = 5,
     if "stop" in trace:
         lines.append(f"stopped after step {trace['stop']['step']}: {trace['stop']['reason']}")
     final = trace.get("final", {})
+    sources = _score_sources(trace, running) if beams else []
     for i, seq in enumerate(final.get("sequences", [])):
         score = final.get("sequence_scores", [None] * (i + 1))[i]
         extra = "" if score is None else f"  score {score:.4f}" + \
             (f" (p = {math.exp(score):.4f})" if settings.get("length_penalty") == 0.0 else "")
         lines.append(f'result {i}: "{row_text(seq)}"{extra}')
+        if score is not None and beams:
+            lines.append("  " + _how_scored(score, sources, settings.get("length_penalty", 1.0)))
     return "\n".join(lines)
+
+
+def _score_sources(trace: dict, running: dict) -> list[tuple[float, int, str]]:
+    """(Σ log p, ℓ, where) of every hypothesis the pool saw: those ``process`` added (eos) and the beams still
+    running at the end, which ``finalize`` adds with ℓ = the generated length so far."""
+    found = [(h["sum_logprobs"], h["generated_len"], f"finished at step {s['step']}")
+             for s in trace["steps"] for h in s.get("hypotheses", [])]
+    if trace["steps"]:
+        length = trace["steps"][-1]["cur_len"] - trace.get("prompt_len", 0)
+        found += [(score, length, "still running at the end (finalize)") for score in running.values() if score > -1e8]
+    return found
+
+
+def _how_scored(score: float, sources: list[tuple[float, int, str]], alpha: float) -> str:
+    """``score = Σ / ℓ^α``, with the Σ and ℓ of the hypothesis it came from."""
+    for total, length, where in sources:
+        if math.isclose(total / length ** alpha, score, rel_tol=1e-5, abs_tol=1e-6):
+            return f"= Σ log p / ℓ^α = {total:.4f} / {length}^{alpha} ({where})"
+    return "= Σ log p / ℓ^α (hypothesis not in the trace)"
+
+
+def recording_draw(trace: object) -> Callable[..., np.ndarray]:
+    """A ``draw=`` for ``generate`` that draws exactly as :func:`~refdecode.decoding.randomness.multinomial` and
+    records, in the current step of ``trace`` (a TraceRecorder), each row's uniforms, tokens, their rank by
+    probability and the nucleus size (the tokens with p > 0). The uniforms are replayed from the generator's
+    state before the draw, so the tokens are the ones ``multinomial`` draws."""
+    def draw(probs: np.ndarray, num_samples: int, replacement: bool, rng: np.random.Generator) -> np.ndarray:
+        state = rng.bit_generator.state
+        tokens = multinomial(probs, num_samples, replacement, rng)          # (N, num_samples)
+        replay = np.random.Generator(type(rng.bit_generator)())
+        replay.bit_generator.state = state
+        uniforms = np.stack([replay.random(probs.shape[0]) for _ in range(num_samples)], axis=1)  # (N, num_samples)
+        p = np.asarray(probs, dtype=np.float64)
+        p = p / p.sum(axis=-1, keepdims=True)
+        rows: dict[int, list] = {}
+        step = trace.steps[-1]                                               # type: ignore[attr-defined]
+        names = getattr(trace, "_rows", [])
+        per_prompt = len(names) != len(p)      # beam sample draws over each prompt's K*V flat candidates
+        for i, row in enumerate(range(len(p)) if per_prompt else names):
+            rank = [int(np.sum(p[i] > p[i, t]) + np.sum((p[i] == p[i, t])[:t]) + 1) for t in tokens[i]]
+            rows[int(row)] = [(float(u), int(t), r, float(p[i, t]), int(np.count_nonzero(p[i])))
+                              for u, t, r in zip(uniforms[i], tokens[i], rank)]
+        step.setdefault("draws", []).append({"prompts" if per_prompt else "rows": rows})
+        return tokens
+    return draw
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,7 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         model, tokenizer, options = load_generation(args)
         trace = TraceRecorder(top_n=max(20, args.top))
         inputs = tokenizer([args.prompt], return_tensors="np")
-        generate(model, **inputs, seed=args.seed, tokenizer=tokenizer, trace=trace, **options)
+        sampling = options.get("do_sample", False)
+        generate(model, **inputs, seed=args.seed, tokenizer=tokenizer, trace=trace,
+                 **({"draw": recording_draw(trace)} if sampling else {}), **options)
     except (UsageError, ValueError, TypeError) as e:
         print(f"refdecode explain: error: {e}", file=sys.stderr)
         return 2

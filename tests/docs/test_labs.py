@@ -178,24 +178,125 @@ class _StopOnFirstToken(StoppingCriteria):                 # looks at the first 
         return bool((input_ids[:, 0] == self.token_id).all())
 
 
+def _log_probability(table, tokens):                        # returns log P instead of P
+    return float(np.sum(np.log(np.array([table[a, b] for a, b in zip(tokens[:-1], tokens[1:])], dtype=np.float64))))
+
+
+def _argmax_of_column(table, start, steps):                 # reads the column of the last token
+    path = [start]
+    for _ in range(steps):
+        path.append(int(table[:, path[-1]].argmax()))
+    return path[1:]
+
+
+def _positions_from_one(attention_mask):                    # cumsum without the -1
+    return np.where(attention_mask == 0, 1, np.cumsum(attention_mask, axis=1))
+
+
+def _pads_at_zero(attention_mask):                          # pads not set to 1
+    return np.maximum(np.cumsum(attention_mask, axis=1) - 1, 0)
+
+
+def _penalise_each_occurrence(input_ids, scores, penalty):   # a token seen twice is penalised twice
+    out = scores.copy()
+    for row, ids in enumerate(input_ids):
+        for t in ids:
+            out[row, t] = out[row, t] * penalty if out[row, t] < 0 else out[row, t] / penalty
+    return out
+
+
+def _ban_in_order_found(row, n):                            # right tokens, unsorted and repeated
+    prefix = row[len(row) - n + 1:] if n > 1 else []
+    found = [row[i + n - 1] for i in range(len(row) - n + 1) if row[i:i + n - 1] == prefix]
+    return found[::-1] + found[:1] if len(set(found)) > 1 else found * 2
+
+
+def _ignores_temperature(logits, temperature):              # plain softmax
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _usual_argsort(probs, p):                               # np.argsort(p)[:, ::-1]: ties go to the higher id
+    order = np.argsort(probs, axis=-1)[:, ::-1]
+    sp = np.take_along_axis(probs, order, axis=-1)
+    sp = np.where(np.cumsum(sp, axis=-1) - sp > p, 0.0, sp)
+    out = np.zeros_like(probs)
+    np.put_along_axis(out, order, sp / sp.sum(axis=-1, keepdims=True), axis=-1)
+    return out
+
+
+def _drops_the_crossing_token(probs, p):                     # keeps only tokens whose own cumsum <= p
+    order = np.argsort(-probs, axis=-1, kind="stable")
+    sp = np.take_along_axis(probs, order, axis=-1)
+    sp = np.where(np.cumsum(sp, axis=-1) > p, 0.0, sp)
+    out = np.zeros_like(probs)
+    total = sp.sum(axis=-1, keepdims=True)
+    np.put_along_axis(out, order, sp / np.where(total > 0, total, 1.0), axis=-1)
+    return out
+
+
+def _no_exponent(sum_logprobs, generated_len, length_penalty):   # mean log-prob whatever alpha
+    return sum_logprobs / generated_len
+
+
+def _is_done_strict(worst_score, best_sum_logprobs, cur_len, length_penalty, early_stopping, max_length,
+                    decoder_prompt_len):                         # > instead of >=
+    if early_stopping is True:
+        return True
+    length = cur_len - decoder_prompt_len
+    if early_stopping == "never" and length_penalty > 0:
+        length = max_length - decoder_prompt_len
+    return bool(worst_score > best_sum_logprobs / length ** length_penalty)
+
+
+def _adds_the_penalty(scores, previous_tokens, diversity_penalty):
+    counts = np.bincount(np.asarray(previous_tokens, dtype=np.int64), minlength=scores.shape[-1])
+    return scores + diversity_penalty * counts
+
+
+def _short_names(config):                                   # "greedy" instead of "greedy_search"
+    full = _mode_ignoring_groups(config)
+    return {"greedy_search": "greedy", "beam_search": "beam"}.get(full, full)
+
+
+class _StopsAtOnce(StoppingCriteria):                       # returns True whatever the tokens
+    def __init__(self, token_id):
+        self.token_id = token_id
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return True
+
+
+#: exercise -> [(a typical wrong answer, a phrase the checker's diagnosis must contain)]
 WRONG = {
-    "sequence_probability": [_sum_not_product],
-    "greedy_path": [_path_with_start],
-    "beams_miss_the_best": [_the_tutorial_tree, _the_original_tree],
-    "position_ids": [_positions_ignoring_mask],
-    "reorder_rows": [_scatter_not_gather],
-    "repetition_penalty": [_always_divide],
-    "no_repeat_ngram_banned": [_bigram_ban],
-    "min_length": [_min_length_le],
-    "temperature_softmax": [_times_temperature],
-    "top_k_filter": [_exactly_k],
-    "llama_top_p": [_top_p_ge],
-    "hypothesis_score": [_penalty_times_length],
-    "is_done": [_is_done_heuristic_only],
-    "hamming_penalty": [_penalty_once_per_token],
-    "top_candidates": [_n_per_beam],
-    "generation_mode": [_mode_ignoring_groups],
-    "stop_on_token": [_StopOnFirstToken],
+    "sequence_probability": [(_sum_not_product, "you added the step probabilities"),
+                             (_log_probability, "you returned log P")],
+    "greedy_path": [(_path_with_start, "your list starts with `start`"),
+                    (_argmax_of_column, "argmax of a column")],
+    "beams_miss_the_best": [(_the_tutorial_tree, "already starts with 'car'"),
+                            (_the_original_tree, "one that 2 beams drop after step 1")],
+    "position_ids": [(_positions_ignoring_mask, "you ignored the mask"), (_positions_from_one, "start at 1"),
+                     (_pads_at_zero, "the pad positions are wrong")],
+    "reorder_rows": [(_scatter_not_gather, "you scattered")],
+    "repetition_penalty": [(_always_divide, "a negative score was divided"),
+                           (_penalise_each_occurrence, "penalised twice")],
+    "no_repeat_ngram_banned": [(_bigram_ban, "whatever n is"), (_ban_in_order_found, "sorted, each once")],
+    "min_length": [(_min_length_le, "length == min_length")],
+    "temperature_softmax": [(_times_temperature, "you multiplied the logits by T"),
+                            (_ignores_temperature, "you ignored the temperature")],
+    "top_k_filter": [(_exactly_k, "a token tied with the k-th largest score was dropped")],
+    "llama_top_p": [(_top_p_ge, "preceding mass equals p exactly"),
+                    (_usual_argsort, "a tied token differs: the rule is among equal probabilities the lower token "
+                                     "id comes first"),
+                    (_drops_the_crossing_token, "you dropped the token that crosses p")],
+    "hypothesis_score": [(_penalty_times_length, "raised to the power"), (_no_exponent, "without the exponent")],
+    "is_done": [(_is_done_heuristic_only, "\"never\" used the current length"),
+                (_is_done_strict, "on equality the rule says done")],
+    "hamming_penalty": [(_penalty_once_per_token, "penalised once"), (_adds_the_penalty, "you added the penalty")],
+    "top_candidates": [(_n_per_beam, "compete together")],
+    "generation_mode": [(_mode_ignoring_groups, "you ignored num_beam_groups"),
+                        (_short_names, "use transformers' mode names")],
+    "stop_on_token": [(_StopOnFirstToken, "it did not stop at the token"), (_StopsAtOnce, "stopped before the token")],
 }
 
 
@@ -203,11 +304,23 @@ def test_every_exercise_has_a_wrong_answer():
     assert set(WRONG) == set(_labs.EXERCISES)
 
 
-@pytest.mark.parametrize("name,wrong", [(n, w) for n, ws in WRONG.items() for w in ws],
-                         ids=lambda v: v if isinstance(v, str) else v.__name__)
-def test_checker_rejects_a_typical_wrong_answer(name, wrong):
+@pytest.mark.parametrize("name,wrong,why", [(n, w, m) for n, ws in WRONG.items() for w, m in ws],
+                         ids=lambda v: v if isinstance(v, str) and len(v) < 30 else getattr(v, "__name__", "msg"))
+def test_checker_diagnoses_a_typical_wrong_answer(name, wrong, why):
+    """Each wrong answer is rejected, and the report says what it did (issue 25 item 11)."""
     ok, report = _labs.run(name, wrong)
-    assert not ok and report.startswith(f"[x] {name}: case "), report
+    assert not ok and report.startswith(f"[x] {name} ") and ": case " in report, report
+    assert why in report, report
+
+
+def test_every_mimicked_mistake_is_told_apart_from_the_solution():
+    """A mimic that equals refdecode on every case would diagnose a right answer: each must fail somewhere."""
+    from _lab_guide import GUIDES
+    for name, guide in GUIDES.items():
+        for mistake in guide.mistakes:
+            if mistake.mimic is not None:
+                ok, report = _labs.run(name, mistake.mimic)
+                assert not ok and mistake.message in report, (name, mistake.message, report)
 
 
 def test_unattempted_and_crashing_answers_are_reported_not_raised(capsys):
@@ -220,8 +333,9 @@ def test_unattempted_and_crashing_answers_are_reported_not_raised(capsys):
     assert _labs.check("llama_top_p", stub) is False
     assert _labs.check("llama_top_p", crash) is False
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("[ ] llama_top_p: not attempted yet")
-    assert out[1].startswith("[x] llama_top_p: case 1/") and "IndexError" in out[1]
+    assert out[0].startswith("[ ] llama_top_p ★★★: not attempted yet")
+    assert out[1].startswith("[x] llama_top_p ★★★: case 1/") and "IndexError" in out[1]
+    assert 'hint("llama_top_p")' in out[2]
 
 
 def test_a_wrong_answer_report_shows_input_expected_and_got():
@@ -229,6 +343,49 @@ def test_a_wrong_answer_report_shows_input_expected_and_got():
     assert not ok
     assert "length 5, min_length 5" in report          # the boundary case is the one that fails
     assert "expected" in report and "got" in report and "input" in report
+
+
+def test_positional_and_keyword_solutions_are_both_accepted():
+    """A student's own parameter names work (called positionally in the exercise's order); so do the names."""
+    def renamed(x, threshold):
+        return SOLUTIONS["llama_top_p"](x, threshold)
+
+    def keywords_only(*, probs, p):
+        return SOLUTIONS["llama_top_p"](probs=probs, p=p)
+
+    assert _labs.run("llama_top_p", renamed)[0]
+    assert _labs.run("llama_top_p", keywords_only)[0]
+    ok, report = _labs.run("llama_top_p", lambda probs: probs)
+    assert not ok and "your function takes (probs); the exercise passes (probs, p)" in report
+
+
+def test_hints_are_staged(capsys):
+    from _lab_guide import GUIDES
+    for name, guide in GUIDES.items():
+        assert 2 <= len(guide.hints) <= 4 and 1 <= guide.level <= 3, name
+    _labs._hints_shown.clear()
+    first, second = _labs.hint("is_done"), _labs.hint("is_done")
+    assert first.startswith("hint 1/3 for is_done") and second.startswith("hint 2/3 for is_done")
+    assert _labs.hint("is_done", 3).endswith(GUIDES["is_done"].hints[2])
+    with pytest.raises(ValueError, match=r"`stage` has to be an int in \[1, 3\]"):
+        _labs.hint("is_done", 4)
+
+
+def _exercise_text(path) -> str:
+    """The tutorial's exercise section as plain text: comment markers stripped, whitespace collapsed."""
+    text = path.read_text(encoding="utf-8")
+    tail = text[text.index("## Exercises"):text.index("# Solutions:")]
+    return " ".join(line.removeprefix("#").strip() for line in tail.splitlines())
+
+
+@pytest.mark.parametrize("path", sorted(TUTORIALS_DIR.glob("[0-9][0-9]_*.py")), ids=lambda p: p.stem)
+def test_tutorial_states_every_rule_its_checker_enforces(path):
+    """The exercise text is the guide's: signature, stars, task and every rule (issue 25 item 11)."""
+    from _lab_guide import exercise_markdown
+    text = " ".join(_exercise_text(path).split())
+    for number, exercise in enumerate(_labs.exercises_of(int(path.name[:2])), start=1):
+        wanted = " ".join(exercise_markdown(exercise.name, number).split())
+        assert wanted in text, f"{path.name} does not state exercise {exercise.name} as _lab_guide does:\n{wanted}"
 
 
 @pytest.mark.parametrize("path", sorted(TUTORIALS_DIR.glob("[0-9][0-9]_*.py")), ids=lambda p: p.stem)
@@ -241,3 +398,15 @@ def test_tutorial_ends_with_its_exercises(path):
     for exercise in _labs.exercises_of(number):
         assert re.search(rf'check\("{exercise.name}", ', tail), f"{path.name} does not check {exercise.name}"
     assert "solutions/" in tail, "point to the solutions"
+
+
+# ---- issue 25: the cases say what they are ---------------------------------------------------------------
+
+
+def test_llama_top_p_uses_the_top_p_articles_own_example():
+    """The case labelled "the top-p article's example" is the article's (section 3.2): [0.1, 0.3, 0.4, 0.15, 0.05],
+    p = 0.8 (it used to be [0.05, 0.1, 0.6, 0.15, 0.1], a different row with a tie at the cut)."""
+    cases = {label: kwargs for label, kwargs, _ in _labs.EXERCISES["llama_top_p"].cases()}
+    article = cases["the top-p article's example"]
+    assert article["probs"].tolist() == [[np.float32(x).item() for x in (0.1, 0.3, 0.4, 0.15, 0.05)]]
+    assert article["p"] == 0.8

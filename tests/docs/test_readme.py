@@ -46,3 +46,14 @@ def test_readme_commands_run_without_an_activated_venv():
             line = line.split("#")[0]
             assert not bare.search(line), f"README command needs an activated venv: {line!r}"
     assert "jupytext --to ipynb tutorials/[0-9]*.py" in README and ".[notebooks]" in README
+
+
+def test_readme_does_not_list_later_rules_among_those_equal_to_4_38_2():
+    """min-p is transformers 4.41's rule (docs/parity.md): the README must not put it in the list of algorithms
+    equal to 4.38.2, and wherever it names min-p it says which version it is checked against (issue 25 item 6)."""
+    intro = README.split("## Set up")[0]
+    claimed = intro.split("Tokens, scores and beam")[0]          # the list the "equal to 4.38.2" sentence covers
+    assert "min-p" not in claimed and "min_p" not in claimed
+    for sentence in re.split(r"(?<=[.!?])\s+", README):
+        if "min-p" in sentence or "min_p" in sentence:
+            assert "4.41" in sentence, f"names min-p without its version: {sentence!r}"

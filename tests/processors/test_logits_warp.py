@@ -26,6 +26,7 @@ from refdecode.processors.logits_warp import (
     top_p_warp,
 )
 from refdecode.numerics import softmax
+from refdecode.processors.torch_sort import sort_keys, std_sort_literal
 
 WARPERS = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper")
 
@@ -275,11 +276,14 @@ def test_top_k_keeps_exactly_the_scores_at_least_the_kth(scores, top_k, m):
 
 
 def reference_top_p_keep(row: np.ndarray, top_p: float, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The stated rule, in float64: rank by (score desc, id desc) -- the reverse of a stable ascending
-    sort, as torch's CPU sort for rows up to 16 -- ; keep a token iff the mass of the tokens ranked before
-    it is < top_p, or it is among the first m. Returns (keep mask, mass_before)."""
+    """The stated rule, in float64: rank by the reverse of torch's CPU ascending sort (libstdc++'s
+    std::sort, transliterated line by line in ``std_sort_literal``; for rows up to 16 that is (score desc,
+    id desc), a stable sort reversed); keep a token iff the mass of the tokens ranked before it is < top_p,
+    or it is among the first m. Returns (keep mask, mass_before)."""
     probs = softmax(row[None])[0].astype(np.float64)
-    order = sorted(range(len(row)), key=lambda v: (-row[v], -v))
+    order = std_sort_literal(sort_keys(row).tolist())[::-1]
+    if len(row) <= 16:
+        assert order == sorted(range(len(row)), key=lambda v: (-row[v], -v))
     mass_before = np.concatenate([[0.0], np.cumsum(probs[order])[:-1]])
     keep = np.zeros(len(row), dtype=bool)
     for rank, v in enumerate(order):

@@ -74,8 +74,9 @@ def test_explain_shows_one_column_per_processor_and_warper():
     generate(model, np.array([[1, 2]]), max_new_tokens=2, do_sample=True, repetition_penalty=1.2, temperature=0.5,
              top_k=3, seed=0, trace=recorder)
     out = render(recorder.to_dict(), top=4)
-    assert re.search(r"token\s+logits\s+RepetitionPenalty\s+Temperature\s+TopK$", out, flags=re.M)
-    assert "-inf" in out and "chosen: row 0:" in out and "stopped after step 1: MaxLengthCriteria" in out
+    # sampling shows each stage's probabilities (a filtered token has p = 0)
+    assert re.search(r"token\s+p logits\s+p RepetitionPenalty\s+p Temperature\s+p TopK$", out, flags=re.M)
+    assert re.search(r"\s0\.0000$", out, flags=re.M) and "chosen: row 0:" in out and "stopped after step 1: MaxLengthCriteria" in out
 
 
 def test_the_explain_command_runs_on_the_shipped_model(tmp_path, capsys):
@@ -101,3 +102,68 @@ def test_the_generation_command_writes_a_trace_that_diff_accepts(tmp_path, capsy
     assert capsys.readouterr().out.startswith("ROMEO:")
     assert cli.main(["diff", str(path), str(path)]) == 0
     assert capsys.readouterr().out.strip() == "no divergence in 3 steps"
+
+
+# ---- issue 25 item 13: explain for sampling and the beams' scores ---------------------------------------
+
+
+def _explain(capsys, *flags) -> str:
+    assert main(["ROMEO:", "--model", str(MODELS / "tiny-shakespeare"), *flags]) == 0
+    return capsys.readouterr().out
+
+
+def test_explain_sampling_shows_probabilities_nucleus_draw_and_rank(capsys):
+    """On the shipped model: per step the probabilities after each warper, the nucleus size, the uniform drawn and
+    the chosen token's rank. Each number is recomputed here from the model, the warpers and the generator."""
+    from refdecode import GPT2, GenerationConfig, Tokenizer, softmax
+    from refdecode.pipeline import logits_warpers
+
+    out = _explain(capsys, "--do-sample", "--top-p", "0.9", "--temperature", "0.8", "--max-new-tokens", "2",
+                   "--seed", "0", "--top", "3")
+    assert re.search(r"token\s+p logits\s+p Temperature\s+p TopK\s+p TopP", out), out
+    model, tok = GPT2.from_pretrained(str(MODELS / "tiny-shakespeare")), Tokenizer(str(MODELS / "tiny-shakespeare"))
+    ids = tok.encode_batch(["ROMEO:"])[0]
+    scores = model(ids).logits[:, -1]
+    probs_raw = softmax(scores)
+    for warper in logits_warpers(GenerationConfig(do_sample=True, top_p=0.9, temperature=0.8)):
+        scores = warper(ids, scores)
+    probs = softmax(scores)[0]
+    nucleus = int(np.count_nonzero(probs))
+    step0 = out.split("step 1 (")[0]
+    assert f"nucleus: {nucleus} of {probs.size} tokens can be drawn" in step0
+    best = int(np.argmax(probs_raw[0]))
+    row = next(line for line in step0.splitlines() if line.strip().startswith(tok.decode([best]).replace("\n", "\\n")))
+    assert row.split()[1] == f"{probs_raw[0, best]:.4f}"                    # the model's own probability
+    u = np.random.default_rng(0).random(1)[0]                               # the first uniform of seed 0
+    drawn = re.search(r"draw: u = (\d\.\d{4}) \(inverse CDF over token ids\) -> (\S+), rank (\d+) of (\d+) by "
+                      r"probability, p = (\d\.\d{4})", step0)
+    assert drawn and drawn.group(1) == f"{u:.4f}" and int(drawn.group(4)) == nucleus
+    token = int(np.searchsorted(np.cumsum(probs.astype(np.float64)), u * probs.astype(np.float64).sum(), side="right"))
+    rank = int(np.sum(probs > probs[token])) + 1
+    assert (int(drawn.group(3)), drawn.group(5)) == (rank, f"{probs[token]:.4f}")
+    assert f"chosen: row 0: {tok.decode([token]).replace(chr(10), chr(92) + 'n').replace(' ', '␣')}" in step0
+
+
+def test_explain_beams_shows_the_minus_1e9_rows_and_how_each_score_was_computed(capsys):
+    out = _explain(capsys, "--num-beams", "3", "--num-return-sequences", "3", "--max-new-tokens", "3",
+                   "--length-penalty", "0.5")
+    assert "rows 1, 2: copies of the prompt at running score -1e9" in out.split("step 1 (")[0]
+    results = re.findall(r'result \d: ".*"  score (-?\d+\.\d{4})\n  = Σ log p / ℓ\^α = (-?\d+\.\d{4}) / (\d+)\^0\.5',
+                         out)
+    assert len(results) == 3, out[-800:]
+    for score, total, length in results:
+        assert math.isclose(float(total) / int(length) ** 0.5, float(score), abs_tol=2e-4)
+
+
+def test_the_recording_draw_draws_what_multinomial_draws():
+    """explain's draw= records the uniforms without changing the tokens: generate gives the same sequences."""
+    from refdecode.reference.explain import recording_draw
+    model = TableModel(np.log(np.array([[.2, .5, .3], [.3, .3, .4], [.6, .2, .2]], dtype=np.float32)))
+    plain = generate(model, np.array([[0], [1]]), max_new_tokens=6, do_sample=True, top_k=0, seed=3)
+    trace = TraceRecorder()
+    recorded = generate(model, np.array([[0], [1]]), max_new_tokens=6, do_sample=True, top_k=0, seed=3, trace=trace,
+                        draw=recording_draw(trace))
+    assert np.array_equal(plain, recorded)
+    uniforms = [u for step in trace.steps for d in step["draws"] for row in (0, 1) for u, *_ in d["rows"][row]]
+    rng = np.random.default_rng(3)
+    assert np.allclose(uniforms, np.concatenate([rng.random(2)[[0, 1]] for _ in range(6)]))

@@ -308,7 +308,7 @@ def run_top_p_variants() -> dict:
         rows.append({"probs": probs, "p": p, "why": why, "kept": {
             "transformers": np.isfinite(top_p_warp(np.log(x), p)[0]).tolist(),
             "llama (top-p article)": (llama_top_p_probs(x, p)[0] > 0).tolist(),
-            "shifted (Clay)": np.isfinite(shifted_top_p_warp(np.log(x), p)[0]).tolist()}})
+            "shifted (sampling note)": np.isfinite(shifted_top_p_warp(np.log(x), p)[0]).tolist()}})
     return {"cases": rows}
 
 

@@ -24,8 +24,8 @@ step (not :math:`c`).
   of the step (4.38.2 applies ``logits_warper`` *before* adding :math:`s`; 4.26, quoted in document
   000, applied it after), then 2K distinct candidates are drawn from
   :math:`\mathrm{softmax}_{k,v}(c_{b,k,v})` without replacement and sorted by :math:`c`,
-  descending (ties: draw order, a stable sort; ``torch.sort`` is not stable). Always 2K, whatever
-  the number of eos ids.
+  descending (ties: ``torch.sort``'s CPU order: draw order for 2K <= 16, libstdc++'s introsort order
+  above, :mod:`refdecode.processors.torch_sort`). Always 2K, whatever the number of eos ids.
 
 Docs: docs/beam-search.md (with the scorer, length penalty and early stopping) and docs/beam-sample.md.
 """
@@ -40,6 +40,7 @@ import numpy as np
 from ...generation_output import GenerateBeamDecoderOnlyOutput
 from ...numerics import log_softmax, softmax
 from ...processors.logits_process import LogitsProcessorList
+from ...processors.torch_sort import torch_cpu_sort_order
 from ...recorder import NO_TRACE, Recorder
 from ..loop import check_no_nan, collect, decode_step, loop_defaults, model_capacity, prefill, step_records
 from ..randomness import checked_draw, make_rng, multinomial
@@ -119,13 +120,13 @@ def sample_candidates(total: np.ndarray, n: int, draw: Callable[..., np.ndarray]
     """[batch, beam, vocab] scores -> n drawn candidates per row, sorted: scores, beam, token [batch, n].
 
     Draws n distinct flat indices from softmax over the K*V values of each row, then sorts them
-    by score, descending (stable: equal scores keep draw order).
+    by score, descending, in ``torch.sort``'s CPU order (equal scores keep draw order up to 16 draws).
     """
     batch, beams, vocab = total.shape
     flat = total.reshape(batch, beams * vocab)                          # (B, K, V) -> (B, K*V)
     drawn = checked_draw(draw, softmax(flat), n, False, rng)  # (B, n) flat indices
     drawn_scores = np.take_along_axis(flat, drawn, axis=1)              # (B, n)
-    order = np.argsort(-drawn_scores, axis=1, kind="stable")            # (B, n)
+    order = torch_cpu_sort_order(drawn_scores, descending=True)         # (B, n) torch's order on ties
     drawn = np.take_along_axis(drawn, order, axis=1)
     return np.take_along_axis(drawn_scores, order, axis=1), drawn // vocab, drawn % vocab
 

@@ -23,9 +23,10 @@ allocation", arXiv:1804.06609), as transformers 4.38.2 implements it:
    survive even when their score is low, and the best unconstrained beams survive too.
 
 Tie rules (torch leaves them unspecified): the 2K candidates as beam search (lower ``k*V + v``
-first); the bank sort is stable (earlier candidate first: top-k ones, then forced ones in the order
-proposed), which is what ``torch.sort`` does on CPU for the few (<= 16) entries of a step with
-small K; the round-robin uses a stable sort as transformers (``np.argsort(kind="mergesort")``).
+first); the bank sort is ``torch.sort(descending=True)``'s CPU order: stable (earlier candidate
+first: top-k ones, then forced ones in the order proposed) for up to 16 candidates, libstdc++'s
+introsort order above (:mod:`refdecode.processors.torch_sort`); the round-robin uses a stable sort
+as transformers (``np.argsort(kind="mergesort")``).
 
 transformers quirks reproduced: ``finalize`` adds **every** running beam that misses a constraint
 when fewer than ``num_beam_hyps_to_keep`` complete ones exist (its fallback loop never updates its
@@ -41,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ...processors.torch_sort import torch_cpu_sort_order
 from .beam_scorer import BeamHypotheses, pad_hypotheses, split_candidates
 from .constraints import Constraint, ConstraintListState
 
@@ -50,7 +52,8 @@ __all__ = ["ConstrainedBeamSearchScorer", "bank_round_robin"]
 def bank_round_robin(banks: np.ndarray, scores: np.ndarray, n: int) -> np.ndarray:
     r"""Candidates (banks int (C,), scores float32 (C,)) -> the ``n`` kept, as indices into the C.
 
-    Sort by :math:`100 \cdot \text{bank} + \text{score}` descending (float32, stable), number each
+    Sort by :math:`100 \cdot \text{bank} + \text{score}` descending (float32, in ``torch.sort``'s CPU
+    order: stable up to 16 candidates, :func:`torch_cpu_sort_order` above), number each
     candidate within its run of equal banks (0, 1, 2, ...), and take them in order of that number
     (stable): the best of every bank first.
 
@@ -60,7 +63,7 @@ def bank_round_robin(banks: np.ndarray, scores: np.ndarray, n: int) -> np.ndarra
     [4, 3, 0]
     """
     zipped = (banks * 100).astype(np.float32) + scores.astype(np.float32)   # float32, as torch's int64 + float32
-    order = np.argsort(-zipped, kind="stable")                              # (C,) descending
+    order = torch_cpu_sort_order(zipped, descending=True)                   # (C,) descending, torch's ties
     sorted_banks = banks[order]
     increments = np.zeros(len(order), dtype=np.int64)                       # rank within a run of equal banks
     for i in range(1, len(order)):

@@ -215,8 +215,9 @@ register(CaseType(
     name="top_p", groups=("warpers", "processors_and_warpers"),
     summary="TopPLogitsWarper (transformers' rule): sort ascending, cumulative softmax, remove positions with "
             "cumulative <= 1 - top_p except the last min_tokens_to_keep; removed scores become -inf.",
-    tie_rule="a stable ascending sort (equal scores in token-id order), so on a tie straddling the cut the lower "
-             "ids are dropped first, as transformers 4.38.2 on torch's CPU sort (stable up to 16 entries); a "
+    tie_rule="torch's CPU sort order, ascending: for rows of up to 16 entries (every tie case here) a stable sort "
+             "(equal scores in token-id order), so on a tie straddling the cut the lower ids are dropped first, as "
+             "transformers 4.38.2; above 16 entries libstdc++'s introsort order (docs/top-p.md); a "
              "token whose more probable predecessors have mass exactly top_p is dropped; the cumulative sums are "
              "torch's: the float32 probabilities accumulated in float64, each prefix rounded to float32 and compared "
              "with float32(1 - top_p) (sums kept in float64 land on the other side of an exact boundary)",

@@ -91,13 +91,14 @@ from hypothesis import strategies as st  # noqa: E402
 
 from refdecode.processors.logits_warp import TopPLogitsWarper, top_k_warp, top_p_warp  # noqa: E402
 from refdecode.numerics import softmax  # noqa: E402
+from refdecode.processors.torch_sort import torch_cpu_sort_order  # noqa: E402
 
 
 def top_p_full_sort(scores, top_p, filter_value=-np.inf, min_tokens_to_keep=1):
-    """The plain rule on the whole batch: sort all V scores ascending (stable, as torch's CPU sort up to 16
-    entries: ties in id order), drop the prefix of mass <= 1 - top_p."""
+    """The plain rule on the whole batch: sort all V scores ascending in torch's CPU order (stable up to 16
+    entries; libstdc++'s introsort above: torch_cpu_sort_order), drop the prefix of mass <= 1 - top_p."""
     vocab = scores.shape[1]
-    order = np.argsort(scores, axis=-1, kind="stable")
+    order = torch_cpu_sort_order(scores)
     probs = softmax(np.take_along_axis(scores, order, axis=-1))
     cumulative = np.cumsum(probs, axis=-1, dtype=np.float64).astype(np.float32)
     remove_sorted = cumulative <= np.float32(1.0 - top_p)
