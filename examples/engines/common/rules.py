@@ -38,10 +38,12 @@ onnxruntime-genai's rules (names used in its FINDINGS.md; sources: the engine's 
 * ``right_padded_sequences`` — the processors (repetition penalty, no-repeat n-grams, min_length) see the engine's
   sequence: each prompt's real tokens, then its pad tokens, then the generated tokens (model.cpp PadInputs;
   search.cpp ApplyNoRepeatNgram scans that array); transformers sees the left-padded row.
-* ``trailing_pad_is_padding`` — with more than one prompt, the attention mask and position ids are derived from the
-  ids: every pad_token_id at the END of a prompt is padding (position_inputs.cpp:338-370, :258-300; logits.cpp:93-103
-  reads each row's logits at its last non-pad token), so a prompt whose real last token(s) equal pad_token_id loses
-  them from the model's view (the processors still see them); transformers attends to what attention_mask says.
+* ``trailing_pad_is_padding`` — the first step's logits of every row are read at its last token that is not
+  pad_token_id (logits.cpp:93-103), whatever the batch size; with more than one prompt the attention mask and
+  position ids also treat every pad_token_id at the END of a prompt as padding (position_inputs.cpp:338-370,
+  :258-300), so the model never sees them; with one prompt the mask is all ones (:343-347) and later steps attend
+  to the whole prompt. The processors still see the tokens. transformers reads the last position and attends to
+  what attention_mask says. (It matters when a prompt ends with pad_token_id: e.g. "ROMEO:\n" with pad = eos = 198.)
 
 transformers.js's rules (sources: node_modules/@huggingface/transformers/src/ at 4.3.1):
 
@@ -157,14 +159,19 @@ def lengths(cfg: dict, width: int) -> tuple[int, int]:
     return max_length, min_length
 
 
-def real_tokens(ids: list[list[int]], mask: list[list[int]], pad: int, rules: set[str]) -> list[list[int]]:
-    """The tokens the model attends to, per prompt."""
+def real_tokens(ids: list[list[int]], mask: list[list[int]], pad: int,
+                rules: set[str]) -> tuple[list[list[int]], list[list[int]]]:
+    """The tokens the model attends to, per prompt: (at the first step, at the later steps)."""
     reals = [[t for t, m in zip(r, k) if m] for r, k in zip(ids, mask)]
-    if "trailing_pad_is_padding" in rules and len(ids) > 1:
-        for real in reals:
-            while real and real[-1] == pad:
-                real.pop()
-    return reals
+    if "trailing_pad_is_padding" not in rules:
+        return reals, reals
+    stripped = [list(r) for r in reals]
+    for real in stripped:
+        while len(real) > 1 and real[-1] == pad:
+            real.pop()
+    # batch > 1: the trailing pads are masked at every step; batch 1: the mask is all ones, only the first step's
+    # logits are read at the last non-pad token (logits.cpp), later steps attend to the whole prompt
+    return stripped, (stripped if len(ids) > 1 else reals)
 
 
 def layout(seq_prompt: list[int], real: list[int], width: int, pad: int, right: bool) -> list[int]:
@@ -180,7 +187,7 @@ def greedy(inp: dict, rules: set[str]) -> list[list[int]]:
     width = len(ids[0])
     max_length, min_length = lengths(cfg, width)
     logits = logits_of(inp["model"]["path"])
-    reals = real_tokens(ids, mask, pad, rules)
+    firsts, reals = real_tokens(ids, mask, pad, rules)
     seqs = [layout(r, real, width, pad, "right_padded_sequences" in rules) for r, real in zip(ids, reals)]
     gens: list[list[int]] = [[] for _ in ids]
     done = [False] * len(ids)
@@ -190,7 +197,7 @@ def greedy(inp: dict, rules: set[str]) -> list[list[int]]:
             if done[b] and not keep_going:
                 gens[b].append(pad)
                 continue
-            scores = logits(tuple(reals[b] + gens[b])).copy()
+            scores = logits(tuple((firsts[b] if step == 0 else reals[b]) + gens[b])).copy()
             processors(scores, seqs[b] + gens[b], cfg, eos, min_length, width + step, np.float32(-np.inf))
             tok = int(np.argmax(scores))
             gens[b].append(tok)
@@ -238,7 +245,7 @@ def beam(inp: dict, rules: set[str]) -> list[list[int]]:
     early = cfg.get("early_stopping", False)
     max_length, min_length = lengths(cfg, width)
     logits = logits_of(inp["model"]["path"])
-    reals = real_tokens(ids, mask, pad, rules)
+    firsts, reals = real_tokens(ids, mask, pad, rules)
     right = "right_padded_sequences" in rules
     prompts = [layout(r, real, width, pad, right) for r, real in zip(ids, reals)]
     value = F32_LOWEST if "processors_before_log_softmax" in rules else np.float32(-np.inf)
@@ -254,7 +261,7 @@ def beam(inp: dict, rules: set[str]) -> list[list[int]]:
         for b in range(B):
             rows = []
             for k in range(K):
-                raw = logits(tuple(reals[b] + beams[b][k])).copy()
+                raw = logits(tuple((firsts[b] if cur == width else reals[b]) + beams[b][k])).copy()
                 seq = prompts[b] + beams[b][k]
                 if "processors_before_log_softmax" in rules:
                     processors(raw, seq, cfg, eos, min_length, cur, value)
