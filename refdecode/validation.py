@@ -299,7 +299,7 @@ def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES)
         size = os.fstat(f.fileno()).st_size
         if size > max_bytes:
             raise ValueError(f"{what} {path} is {format_bytes(size)}, more than the {format_bytes(max_bytes)} a "
-                             "configuration file may hold")
+                             f"{what} may hold")
         raw = f.read(max_bytes + 1)
     try:
         return raw.decode("utf-8")

@@ -105,11 +105,11 @@ def decode_case_ids(file: str, features: set[str]) -> list:
 
 def run_decode_case(file: str, cid: str) -> None:
     """Replay one whole-generate case: sequences and beam indices exact, scores within 1e-4."""
-    from decode_golden import check, golden_model, replay
+    from decode_golden import CopiesComputedAlike, check, golden_model, replay
 
     meta, arrays = load(file)
     case = next(c for c in meta["cases"] if c["id"] == cid)
-    model = golden_model(case["model"])
+    model = CopiesComputedAlike(golden_model(case["model"]))
     draw = replay(arrays, cid, case["n_draws"]) if case["n_draws"] else None
     out = refdecode.generate(model, arrays[f"{cid}/input_ids"].astype(np.int64),
                              attention_mask=arrays[f"{cid}/attention_mask"].astype(np.int64), draw=draw,

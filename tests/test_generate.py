@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from decode_golden import check, check_scores, golden, golden_model, replay
+from decode_golden import CopiesComputedAlike, check, check_scores, golden, golden_model, replay
 from conftest import MODELS
 
 from refdecode.generate import generate
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Unfeasible length constraints:Us
 def run_golden(file: str, cid: str) -> None:
     meta, arrays = golden(file)
     case = next(c for c in meta["cases"] if c["id"] == cid)
-    model = golden_model(case["model"])
+    model = CopiesComputedAlike(golden_model(case["model"]))
     ids = arrays[f"{cid}/input_ids"].astype(np.int64)
     mask = arrays[f"{cid}/attention_mask"].astype(np.int64) if case["attention_mask"] else None
     draw = replay(arrays, cid, case["n_draws"]) if case["n_draws"] else None
@@ -320,3 +320,24 @@ def test_any_generation_arguments_succeed_or_name_the_argument(mode, kwargs, see
             return
     sequences = out["sequences"] if not isinstance(out, np.ndarray) else out
     assert sequences.dtype == np.int64 and sequences.ndim == 2
+
+
+def test_copies_computed_alike_only_evens_out_the_last_bits_of_copies():
+    """The golden replays' stand-in (decode_golden.CopiesComputedAlike) gives copies of a beam one row's logits;
+    rows with another history keep the model's own, and the copies differed from it by float32 noise at most."""
+    model = golden_model("decode-a")
+    alike = CopiesComputedAlike(model)
+    ids = np.array([[5, 6, 7], [5, 6, 7], [8, 9, 7], [5, 6, 7]], dtype=np.int64)
+    mask = np.array([[1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 1, 1]], dtype=np.int64)
+    bare = model(ids, attention_mask=mask, past_key_values=model.new_cache(4, 8), logits_to_keep=1).logits
+    even = alike(ids, attention_mask=mask, past_key_values=alike.new_cache(4, 8), logits_to_keep=1).logits
+    assert np.array_equal(even[0], even[1])                      # copies: identical, the first row's
+    assert np.array_equal(even[0], bare[0])
+    assert np.array_equal(even[2], bare[2]) and np.array_equal(even[3], bare[3])  # other history or mask: own
+    assert np.abs(bare[1] - bare[0]).max() <= 1e-5
+    cache = alike.new_cache(4, 8)
+    alike(ids, attention_mask=mask, past_key_values=cache, logits_to_keep=1)
+    cache.reorder(np.array([2, 2, 0, 1]))                        # rows 0, 1 now continue row 2; row 2 row 0
+    step = alike(np.array([[4], [4], [4], [4]]), attention_mask=np.concatenate([mask, np.ones((4, 1), int)], 1),
+                 past_key_values=cache, logits_to_keep=1).logits
+    assert np.array_equal(step[0], step[1]) and not np.array_equal(step[0], step[2])

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +85,11 @@ def first_divergence(expected: dict, other: Any, rtol: float = RTOL, same_draws:
     settings, mode, vocab = expected.get("settings", {}), expected.get("mode", ""), expected.get("vocab_size", 0)
     previous = None
     for se, so in zip(expected["steps"], other["steps"]):
-        found = (diff_stages(se, so, settings, vocab, rtol) or diff_candidates(se, so, rtol)
-                 or diff_selected(se, so, mode, vocab, rtol, same_draws) or diff_hypotheses(se, so, settings, rtol)
-                 or diff_done(se, so, rtol))
+        try:
+            found = _row_counts(se, so) or _diff_step(se, so, settings, mode, vocab, rtol, same_draws)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:  # a record of another layout
+            raise ValueError(f"step {se.get('step', '?')}: OTHER's record does not have the layout of refdecode's "
+                             f"({type(err).__name__}: {err}); docs/traces.md describes each field") from None
         if found:
             return _with_cache_hint(found, previous)
         previous = se
@@ -103,36 +106,74 @@ def first_divergence(expected: dict, other: Any, rtol: float = RTOL, same_draws:
     return None
 
 
+def _diff_step(se: dict, so: dict, settings: dict, mode: str, vocab: int, rtol: float,
+               same_draws: bool) -> Divergence | None:
+    """One step, stage by stage in the loop's order: the first difference."""
+    return (diff_stages(se, so, settings, vocab, rtol) or diff_candidates(se, so, rtol)
+            or diff_selected(se, so, mode, vocab, rtol, same_draws) or diff_hypotheses(se, so, settings, rtol)
+            or diff_done(se, so, rtol))
+
+
+def _row_counts(se: dict, so: dict) -> Divergence | None:
+    """A step whose selection holds more or fewer rows in OTHER (a prompt or a returned sequence too many)."""
+    for e, o in zip(se.get("selected", []), so.get("selected") or []):
+        n_e, n_o = len(e.get("tokens", [])), len(o.get("tokens", []))
+        if "tokens" in o and n_e != n_o:
+            return Divergence(se["step"], "rows", None, f"{n_e} rows", f"{n_o} rows", "algorithmic",
+                              f"OTHER selects tokens for {n_o} rows where refdecode has {n_e} (a prompt or a "
+                              f"returned sequence {'too many' if n_o > n_e else 'missing'})")
+    return None
+
+
 # ---- files and the command
 
 
-def load_other(path: str | Path) -> Any:
-    """A trace (JSON object), or token ids: a JSON list of rows, or one row of whitespace-separated ints per line."""
-    text = Path(path).read_text(encoding="utf-8")
+def load_other(path: str | Path, vocab_size: int = 0) -> Any:
+    """A trace (JSON object, validated as :func:`~refdecode.reference.trace.load_trace` does), or token ids: a
+    JSON list of rows, or one row of whitespace-separated ints per line, each id in [0, ``vocab_size``) when the
+    vocabulary size is known (> 0). Every problem is one ValueError naming the file; an empty file is one."""
+    from ..validation import read_text_file
+    from .trace import MAX_TRACE_BYTES
+
+    text = read_text_file(path, "trace or token-id file", MAX_TRACE_BYTES)
+    if not text.strip():
+        raise ValueError(f"{path}: the file is empty (expected a trace or token ids)")
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{path}: not valid JSON: nested too deeply") from None
     except json.JSONDecodeError:
         try:
-            return [[int(x) for x in line.split()] for line in text.splitlines() if line.strip()]
+            data = [[int(x) for x in line.split()] for line in text.splitlines() if line.strip()]
         except ValueError:
             raise ValueError(f"{path}: neither JSON nor lines of integer token ids") from None
     if isinstance(data, dict):
         return load_trace(path)
-    if isinstance(data, list) and data and all(isinstance(x, int) for x in data):
-        return [data]
-    if isinstance(data, list) and all(isinstance(r, list) and all(isinstance(x, int) for x in r) for r in data):
-        return data
-    raise ValueError(f"{path}: expected a trace object or a list of token-id rows")
+    if isinstance(data, list) and data and all(_is_id(x) for x in data):
+        data = [data]
+    if not (isinstance(data, list) and data and all(isinstance(r, list) and all(_is_id(x) for x in r) for r in data)):
+        raise ValueError(f"{path}: expected a trace object or a non-empty list of rows of integer token ids")
+    bad = [x for r in data for x in r if x < 0 or (vocab_size > 0 and x >= vocab_size)]
+    if bad:
+        limit = f"[0, {vocab_size})" if vocab_size > 0 else ">= 0"
+        raise ValueError(f"{path}: token id {bad[0]} is outside the vocabulary: ids are {limit}")
+    return data
+
+
+def _is_id(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``refdecode diff EXPECTED OTHER``: print the first divergence; exit 0 if none, 1 if one is found."""
+    """``refdecode diff EXPECTED OTHER``: print the first divergence; exit 0 if none, 1 if one is found, 2 when an
+    input is wrong (a missing or unreadable file, not a trace, token ids outside the vocabulary: one line)."""
     ap = argparse.ArgumentParser(
         prog="refdecode diff",
         description="Find the first step and stage where another decoder departs from refdecode. EXPECTED is the "
                     "trace refdecode wrote (refdecode PROMPT ... --trace FILE); OTHER is the other engine's trace "
                     "in the same schema (docs/traces.md), or for greedy and sampling just its token ids (a JSON "
-                    "list of rows, or one row of integers per line).")
+                    "list of rows, or one row of integers per line). Exit status: 0 no divergence, 1 a divergence "
+                    "found, 2 an input is wrong (one line on stderr).")
     ap.add_argument("expected", type=Path, help="refdecode's trace (JSON)")
     ap.add_argument("other", type=Path, help="the other engine's trace (JSON) or token ids")
     ap.add_argument("--rtol", type=float, default=RTOL, help="relative tolerance on scores (default %(default)s)")
@@ -142,10 +183,15 @@ def main(argv: list[str] | None = None) -> int:
                          "conformance trace` writes it): a different sampled token is then algorithmic, not a "
                          "different random stream")
     args = ap.parse_args(argv)
-    if not args.rtol > 0:
-        raise SystemExit(f"refdecode diff: --rtol has to be > 0, but is {args.rtol}")
-    expected = load_trace(args.expected)
-    found = first_divergence(expected, load_other(args.other), rtol=args.rtol, same_draws=args.same_draws)
+    try:
+        if not 0 < args.rtol < float("inf"):
+            raise ValueError(f"--rtol has to be a finite number > 0, but is {args.rtol}")
+        expected = load_trace(args.expected)
+        other = load_other(args.other, expected.get("vocab_size", 0))
+        found = first_divergence(expected, other, rtol=args.rtol, same_draws=args.same_draws)
+    except (ValueError, OSError) as err:  # the input is wrong: one line, status 2 (1 means "a divergence")
+        print(f"refdecode diff: error: {err}", file=sys.stderr)
+        return 2
     if found is None:
         print(json.dumps(None) if args.json else f"no divergence in {len(expected['steps'])} steps")
         return 0

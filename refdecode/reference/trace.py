@@ -340,11 +340,26 @@ def save_trace(trace: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(trace, allow_nan=False, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
+#: the largest trace file read (a trace keeps the top_n entries of a full-vocabulary row: megabytes, not more)
+MAX_TRACE_BYTES = 512 * 2**20
+
+
 def load_trace(path: str | Path) -> dict:
-    """Read a trace written by :func:`save_trace` (or by another engine, in the same schema)."""
-    trace = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(trace, dict) or trace.get("format") != "refdecode-trace":
+    """Read a trace written by :func:`save_trace` (or by another engine, in the same schema).
+
+    Every problem is one ValueError naming the file: not a regular file (a FIFO, a folder), over
+    ``MAX_TRACE_BYTES``, not UTF-8, not JSON, not a refdecode trace, or not valid under ``trace_schema.json``
+    (the first errors, each with its JSON path); FileNotFoundError for a missing file.
+    """
+    from ..validation import read_json_file
+    from .schema import validate
+
+    trace = read_json_file(path, "trace", dict, max_bytes=MAX_TRACE_BYTES)
+    if trace.get("format") != "refdecode-trace":
         raise ValueError(f"{path}: not a refdecode trace (expected an object with \"format\": \"refdecode-trace\")")
+    errors = validate(trace, TRACE_SCHEMA)
+    if errors:
+        raise ValueError(f"{path}: not a valid trace (trace_schema.json): " + "; ".join(errors[:3]))
     return trace
 
 

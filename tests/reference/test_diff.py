@@ -274,3 +274,130 @@ def test_same_draws_turn_a_random_stream_verdict_into_the_filter_that_explains_i
     (tmp_path / "t.json").write_text(json.dumps(trace))
     (tmp_path / "o.json").write_text(json.dumps(other))
     assert main([str(tmp_path / "t.json"), str(tmp_path / "o.json"), "--same-draws"]) == 1
+
+
+# ---- hostile input (issue 22 item 6): every wrong input is one line and status 2; 1 only means a divergence
+
+
+@pytest.fixture()
+def greedy_files(tmp_path):
+    model = TableModel(np.array([[0.0, 2.0, 2.5, -1.0]] * 4, dtype=np.float32))
+    recorder = TraceRecorder()
+    generate(model, np.array([[0], [1]]), max_new_tokens=2, trace=recorder)
+    recorder.save(tmp_path / "expected.json")
+    return tmp_path, tmp_path / "expected.json"
+
+
+def _status(capsys, *args) -> tuple[int, str]:
+    code = main([str(a) for a in args])
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "file not found"),
+    ("folder", "is a directory; only a regular file can be read"),
+    (b"\xff\xfe[1]", "not UTF-8"),
+    ("", "the file is empty"),
+    ("   \n", "the file is empty"),
+    ('{"format": "refdecode-trace"}', "missing required field 'version'"),
+    ('{"format": "refdecode-trace", "version": 1, "steps": [{"step": "x"}]}', "$.steps[0]"),
+    ("[[0, 2, 9]]", "token id 9 is outside the vocabulary: ids are [0, 4)"),
+    ("[[0, -1, 2]]", "token id -1 is outside the vocabulary"),
+    ("[[0, true, 2]]", "rows of integer token ids"),
+    ("[]", "non-empty list"),
+    ("[" * 100000, "nested too deeply"),
+])
+def test_a_wrong_other_file_is_one_line_and_status_2(greedy_files, capsys, content, message):
+    root, expected = greedy_files
+    other = root / "other"
+    if content == "folder":
+        other.mkdir()
+    elif isinstance(content, bytes):
+        other.write_bytes(content)
+    elif content is not None:
+        other.write_text(content)
+    code, err = _status(capsys, expected, other)
+    assert code == 2 and message in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_a_wrong_expected_file_or_rtol_is_status_2(greedy_files, capsys, tmp_path):
+    root, expected = greedy_files
+    (root / "ids.txt").write_text("0 2 2\n1 2 2\n")
+    (root / "list.json").write_text("[1, 2]")
+    assert _status(capsys, root / "list.json", root / "ids.txt")[0] == 2
+    for rtol in ("nan", "-1", "0", "inf"):
+        code, err = _status(capsys, expected, root / "ids.txt", "--rtol", rtol)
+        assert code == 2 and "--rtol has to be a finite number > 0" in err
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_is_refused_without_waiting_for_a_writer(greedy_files, capsys):
+    import os
+    root, expected = greedy_files
+    os.mkfifo(root / "pipe")
+    code, err = _status(capsys, expected, root / "pipe")
+    assert code == 2 and "is a FIFO; only a regular file can be read" in err
+    code, err = _status(capsys, root / "pipe", expected)
+    assert code == 2 and "is a FIFO; only a regular file can be read" in err
+
+
+def test_an_extra_or_missing_row_in_other_is_reported_as_a_divergence(greedy_files, capsys):
+    root, expected = greedy_files
+    trace = json.loads(expected.read_text())
+    rows = [[0] + [s["selected"][0]["tokens"][0] for s in trace["steps"]],
+            [1] + [s["selected"][0]["tokens"][1] for s in trace["steps"]]]
+    (root / "same.json").write_text(json.dumps(rows))
+    assert _status(capsys, expected, root / "same.json")[0] == 0
+    (root / "extra.json").write_text(json.dumps(rows + [rows[0]]))
+    found = first_divergence(trace, rows + [rows[0]])
+    assert found.stage == "rows" and "3 rows" in found.other and "too many" in found.detail
+    assert _status(capsys, expected, root / "extra.json")[0] == 1
+    other = copy.deepcopy(trace)
+    other["steps"][1]["selected"][0]["tokens"].pop()
+    assert first_divergence(trace, other).stage == "rows"
+
+
+@pytest.mark.slow
+def test_diff_never_crashes_on_mutated_traces(tmp_path, shakespeare):
+    """300 mutations of real traces (greedy, sampling, beam search): a key removed, a value of another type, a
+    list cut or grown. diff answers each with a divergence, agreement, or a one-line error: never a traceback."""
+    model, ids, mask = shakespeare
+    traces = [_trace(model, ids, mask, max_new_tokens=4), _beam_trace(shakespeare),
+              _trace(model, ids, mask, max_new_tokens=4, do_sample=True, top_k=5, seed=1)]
+    for t in traces:
+        (tmp_path / f"expected{traces.index(t)}.json").write_text(json.dumps(t))
+    rng = np.random.default_rng(0)
+    replacements = [None, "x", -1, 1.5, [], {}, [1, "a"], True, 10**30]
+    outcomes = {0: 0, 1: 0, 2: 0}
+    for n in range(300):
+        which = n % 3
+        other = copy.deepcopy(traces[which])
+        node, parent, key = other, None, None
+        for _ in range(int(rng.integers(1, 6))):          # walk down a random path
+            if isinstance(node, dict) and node:
+                key = list(node)[int(rng.integers(len(node)))]
+            elif isinstance(node, list) and node:
+                key = int(rng.integers(len(node)))
+            else:
+                break
+            parent, node = node, node[key]
+        if parent is None:
+            continue
+        action = int(rng.integers(3))
+        if action == 0 and isinstance(parent, dict):
+            del parent[key]
+        elif action == 1 and isinstance(node, list):
+            parent[key] = node[: len(node) // 2] if rng.integers(2) else node + node[:1]
+        else:
+            parent[key] = replacements[int(rng.integers(len(replacements)))]
+        path = tmp_path / "other.json"
+        path.write_text(json.dumps(other))
+        import contextlib
+        import io
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+            code = main([str(tmp_path / f"expected{which}.json"), str(path)])
+        assert code in (0, 1, 2), code
+        assert code != 2 or err.getvalue().count("\n") == 1
+        outcomes[code] += 1
+    assert outcomes[1] > 0 and outcomes[2] > 0   # both kinds of answer were exercised

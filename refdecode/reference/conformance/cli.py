@@ -51,7 +51,9 @@ late answer never counts for another case; after 3 such cases in a row, check st
 are not run. Exit status 0 if none failed or was not run, 1 otherwise, 2 for a broken suite or argument.
 
 --only takes case types (top_p, beam_search, ...; all are listed in DIR/manifest.json) or groups:
-processors, warpers, processors_and_warpers, beam, beam_bookkeeping, decode, toy, gpt2, sampling.
+beam, beam_bookkeeping, constrained, contrastive, decode, engines, engines_124m, gpt2, model, processors,
+processors_and_warpers, sampling, speculative, stopping, toy, warpers. Without --only: every group but
+engines_124m (its checkpoint is not committed: tools/engines/make_gpt2_124m_shaped.py makes it).
 """
 
 

@@ -4,7 +4,7 @@ Contract: a case type declares its ``input`` and ``output`` fields as kinds (``F
 (B, V) array, ``I64(1)``, ``FLOAT``, ``INT``, ``BOOL``, ``STR``, ``Nullable(...)``, ``Enum(...)``,
 ``ListOf(...)``, ``Obj({...})``); this module turns a kind into
 
-- a JSON Schema (:meth:`Kind.schema`, the subset :func:`validate` understands),
+- a JSON Schema (:meth:`Kind.schema`, the subset :func:`refdecode.reference.schema.validate` understands),
 - JSON (:func:`to_json`: arrays as nested lists, float32 values written as the shortest decimal
   that reads back to the same float32 (arrays of more than 4096 values: the exact float64 decimal), ``-inf``/``inf``/``nan`` as the strings ``"-inf"``,
   ``"inf"``, ``"nan"``, since JSON has no infinities; big arrays as ``{"npy": path}`` files),
@@ -14,6 +14,7 @@ Contract: a case type declares its ``input`` and ``output`` fields as kinds (``F
 [[0.1, '-inf']]
 >>> F32(2).decode([[0.1, "-inf"]])
 array([[ 0.1, -inf]], dtype=float32)
+>>> from refdecode.reference.schema import validate
 >>> validate([[0.1, "-inf"]], F32(2).schema())
 []
 >>> validate([[0.1, "x"]], F32(2).schema())
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..schema import NUMBER
+
 __all__ = ["Kind", "F32", "F64", "I64", "obj", "Scalar", "FLOAT", "INT", "BOOL", "STR", "Nullable", "Enum", "ListOf", "Obj",
-           "ANY", "to_json", "validate", "NONFINITE"]
+           "ANY", "to_json", "NONFINITE"]
 
 NONFINITE = {"-inf": -math.inf, "inf": math.inf, "nan": math.nan}
 SHORTEST_LIMIT = 4096  # float32 arrays up to this size are written as shortest float32 decimals, larger ones
@@ -85,7 +87,7 @@ class Kind:
         return value
 
 
-_NUMBER = {"anyOf": [{"type": "number"}, {"enum": ["-inf", "inf", "nan"]}]}
+_NUMBER = NUMBER
 _NPY = {"type": "object", "properties": {"npy": {"type": "string"}}, "required": ["npy"],
         "additionalProperties": False}
 
@@ -231,73 +233,3 @@ def _flat(value: Any):
             yield from _flat(item)
     else:
         yield value
-
-
-# ----------------------------------------------------------------------------------------------
-# A validator for the JSON Schema subset the suite uses (type, enum, const, anyOf, properties,
-# required, additionalProperties: false, items, minItems). No dependency on `jsonschema`.
-
-
-_TYPES = {"number": (int, float), "integer": (int,), "boolean": (bool,), "string": (str,), "null": (type(None),),
-          "array": (list,), "object": (dict,)}
-
-
-def _is_type(value: Any, name: str) -> bool:
-    if name in ("number", "integer") and isinstance(value, bool):
-        return False
-    if name == "integer" and isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, _TYPES[name])
-
-
-def validate(value: Any, schema: dict, path: str = "$") -> list[str]:
-    """Errors of ``value`` against ``schema`` (empty if valid), each prefixed by its JSON path."""
-    if "anyOf" in schema:
-        if any(not validate(value, option, path) for option in schema["anyOf"]):
-            return []
-        if schema == _NUMBER:
-            return [f"{path}: {value!r} is not a number or one of '-inf', 'inf', 'nan'"]
-        fitting = [o for o in schema["anyOf"] if "type" in o and _is_type(value, o["type"])]  # the form it tried
-        if len(fitting) == 1:
-            return validate(value, fitting[0], path)
-        return [f"{path}: {_short(value)} matches none of the allowed forms"]
-    if "enum" in schema and value not in schema["enum"]:
-        return [f"{path}: {value!r} is not one of {schema['enum']}"]
-    if "const" in schema and value != schema["const"]:
-        return [f"{path}: {value!r} is not {schema['const']!r}"]
-    if "type" in schema and not _is_type(value, schema["type"]):
-        return [f"{path}: {_short(value)} is not of type {schema['type']}"]
-    errors: list[str] = []
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        errors += [f"{path}: missing required field {name!r}" for name in schema.get("required", []) if name not in value]
-        for name, item in value.items():
-            if name in properties:
-                errors += validate(item, properties[name], f"{path}.{name}")
-            elif schema.get("additionalProperties", True) is False:
-                errors.append(f"{path}: unexpected field {name!r}")
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            errors.append(f"{path}: {len(value)} items, at least {schema['minItems']} expected")
-        if "items" in schema:
-            for i, item in enumerate(value):
-                errors += validate(item, schema["items"], f"{path}[{i}]")
-                if len(errors) > 5:
-                    break
-    return errors
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) < 60 else text[:57] + "..."
-
-
-def load_npy_refs(value: Any, root: Path) -> Any:
-    """Replace every ``{"npy": path}`` in a case (paths relative to the suite directory) by the array it names."""
-    if isinstance(value, dict):
-        if set(value) == {"npy"}:
-            return np.load(root / value["npy"])  # NumPy >= 1.16.3 refuses object arrays here by default
-        return {k: load_npy_refs(v, root) for k, v in value.items()}
-    if isinstance(value, list):
-        return [load_npy_refs(v, root) for v in value]
-    return value

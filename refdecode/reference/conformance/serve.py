@@ -22,7 +22,8 @@ import sys
 from typing import IO, Any
 
 from .export import dumps
-from .kinds import to_json, validate
+from ..schema import validate
+from .kinds import to_json
 from .registry import REGISTRY
 
 __all__ = ["answer", "serve", "MAX_REQUEST_BYTES", "MAX_COUNT"]

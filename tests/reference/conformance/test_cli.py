@@ -66,3 +66,21 @@ def test_trace_writes_refdecodes_trace_of_a_decode_case(decode_suite, tmp_path):
     assert missing.returncode == 2 and "no case 'greedy/9999'" in missing.stderr
     not_a_decode = _cli("trace", str(decode_suite), "beam_scorer/0000", "-o", str(tmp_path / "x.json"))
     assert not_a_decode.returncode == 2 and "not a decode" in not_a_decode.stderr
+
+
+def test_the_groups_named_in_help_and_docs_are_the_registrys():
+    """The group lists in ``--help`` and docs/conformance.md are written out (help stays instant without loading
+    the case builders): they must name exactly the registered groups, and the opt-in ones as opt-in."""
+    import re
+    from pathlib import Path
+
+    from refdecode.reference.conformance.cli import CHECK_EPILOG as DESCRIPTION
+    from refdecode.reference.conformance.registry import OPT_IN_GROUPS, REGISTRY
+
+    groups = {g for t in REGISTRY.values() for g in t.groups}
+    listed = DESCRIPTION.split("or groups:\n", 1)[1].split(". Without --only", 1)[0]
+    assert {g.strip() for g in listed.replace("\n", " ").split(",")} == groups
+    assert all(g in DESCRIPTION.split("Without --only", 1)[1] for g in OPT_IN_GROUPS)
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "conformance.md").read_text()
+    sentence = docs.split("The groups are ", 1)[1].split(";", 1)[0]
+    assert set(re.findall(r"`(\w+)`", sentence)) == groups

@@ -9,7 +9,7 @@ import refdecode
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
 from refdecode.reference.conformance.suite import load_suite
 from refdecode.reference.conformance.export import case_schema, export
-from refdecode.reference.conformance.kinds import validate
+from refdecode.reference.schema import validate
 from refdecode.reference.conformance.registry import REGISTRY
 from conformance_suites import DECODE_LIMIT, DECODE_TYPES, UNIT_TYPES, decode_suite, unit_suite  # noqa: F401  (fixtures)
 
