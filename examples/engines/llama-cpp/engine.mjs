@@ -105,3 +105,48 @@ export async function greedyRow(loadedModel, promptIds, { maxNewTokens, eosIds =
   }
   return generated;
 }
+
+/**
+ * One prompt (no padding), sampling with the case's draws: llama.cpp's own sampler chain (node-llama-cpp's
+ * order: repetition penalty, top-k, top-p, min-p 0, temperature: AddonSampler.cpp:101-156) filters the
+ * distribution; `evaluateWithMetadata(..., {probabilities: true})` exposes it (the softmax of the logits left after
+ * the chain, AddonContext.cpp:245-287); the adapter draws from it with `uniform(step)` by the suite's rule
+ * (probabilities in vocabulary order, cumulative sums in float64, the first index whose sum exceeds u * total)
+ * and hands the drawn token back to llama.cpp (the generator's replacement token), so the KV cache follows the
+ * draw. llama.cpp's own draw (its `dist` sampler, seeded) is discarded.
+ */
+export async function sampleRow(loadedModel, promptIds, { maxNewTokens, eosIds = [], repetitionPenalty = 1.0, temperature, topK, topP, uniform }) {
+  const { sequence } = loadedModel;
+  await sequence.clearHistory();
+  const history = promptIds.slice();
+  const generated = [];
+  if (maxNewTokens <= 0) return generated;
+  const eos = new Set(eosIds);
+  const options = { temperature, topK, topP, minP: 0, seed: 0, yieldEogToken: true };
+  if (repetitionPenalty !== 1.0) {
+    options.repeatPenalty = { punishTokens: () => history, penalty: repetitionPenalty, maxPunishTokens: history.length + maxNewTokens };
+  }
+  const it = sequence.evaluateWithMetadata(promptIds, { probabilities: true }, options);
+  try {
+    let step = await it.next();
+    while (!step.done) {
+      const entries = [...step.value.probabilities.entries()].sort((a, b) => a[0] - b[0]);
+      let total = 0;
+      for (const [, p] of entries) total += p;
+      const target = uniform(generated.length) * total;
+      let cum = 0;
+      let token = entries[entries.length - 1][0];
+      for (const [t, p] of entries) {
+        cum += p;
+        if (cum > target) { token = t; break; }
+      }
+      generated.push(token);
+      history.push(token);
+      if (eos.has(token) || generated.length >= maxNewTokens) break;
+      step = await it.next(token);
+    }
+  } finally {
+    await it.return();
+  }
+  return generated;
+}
