@@ -7,6 +7,9 @@ n-gram and the min-length mask to one row of scores as ``EngineRules`` says (``r
 
 Why real tokens: a left-padded row with its attention mask gives the same logits as its unpadded tokens (the
 positions count from the first real token) up to float32 rounding, and every engine here feeds the real tokens.
+The forward pass computes all T positions' logits and keeps the last (not ``logits_to_keep=1``): the lm_head
+matmul over (T, E) rounds as the engines' full passes do; with (1, E) one near-tie of onnxruntime-genai
+(gpt2_beam_search/0025, 1e-6 apart) went the other way.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ class NextTokenLogits:
     def __call__(self, tokens: tuple[int, ...] | list[int]) -> np.ndarray:
         key = tuple(int(t) for t in tokens)
         if key not in self.memo:
-            out = self.model(np.array([key], dtype=np.int64), logits_to_keep=1)   # (1, 1, V)
+            out = self.model(np.array([key], dtype=np.int64))                     # (1, T, V)
             self.memo[key] = np.asarray(out.logits[0, -1], dtype=np.float32)      # (V,)
         return self.memo[key]
 
