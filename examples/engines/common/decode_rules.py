@@ -87,10 +87,19 @@ def model(path: str) -> GPT2:
     return _MODELS[path]
 
 
+_LOGITS: dict[tuple, np.ndarray] = {}  # (model id, row) -> logits: the switch sets of --attribute share prefixes
+
+
 def next_logits(m: GPT2, rows: list[list[int]]) -> np.ndarray:
     """float32 (R, V): next-token logits of unpadded rows of equal length (a left-padded row gives the same
-    logits up to float rounding: positions count from its first real token)."""
-    return np.asarray(m(np.array(rows, dtype=np.int64), logits_to_keep=1).logits[:, -1, :], dtype=np.float32)
+    logits up to float rounding: positions count from its first real token). Memoised per row."""
+    keys = [(id(m), tuple(r)) for r in rows]
+    todo = [r for r, k in zip(rows, keys) if k not in _LOGITS]
+    if todo:
+        out = np.asarray(m(np.array(todo, dtype=np.int64), logits_to_keep=1).logits[:, -1, :], dtype=np.float32)
+        for r, row_logits in zip(todo, out):
+            _LOGITS[(id(m), tuple(r))] = row_logits
+    return np.stack([_LOGITS[k] for k in keys])
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
@@ -368,6 +377,7 @@ def main() -> None:
         if out is None:
             continue
         total += 1
+        _LOGITS.clear()
         seqs, scores = decode(rec["input"], rules)
         ok = seqs == out["sequences"]
         hf = out["sequences"] == rec["expected"]["sequences"]

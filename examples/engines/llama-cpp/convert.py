@@ -3,8 +3,8 @@ r"""Hugging Face GPT-2 folder -> float32 GGUF for llama.cpp, with convert_hf_to_
 Usage: ``CONVERT_PYTHON convert.py MODEL_DIR OUT.gguf`` (the adapter calls it on first use of a checkpoint).
 
 The converter reads ``n_ctx`` from config.json (GPT2Model.set_gguf_parameters), which transformers' GPT-2 configs
-spell ``n_positions``: the folder is staged with ``n_ctx = n_positions`` added. The suite's small decode models ship
-no tokenizer; the converter's vocabulary step (``get_vocab_base``: AutoTokenizer + a hash of a test string) needs
+spell ``n_positions``: the folder is staged with ``n_ctx = n_positions`` added. The suite's models ship no tokenizer
+(export copies only config.json and model.safetensors); the converter's vocabulary step (``get_vocab_base``: AutoTokenizer + a hash of a test string) needs
 one, so for those the vocabulary is written directly: ``vocab_size`` byte-level tokens (the first of GPT-2's
 byte alphabet, then ``[TOKn]``), tokenizer model "gpt2", pre-tokenizer "gpt-2", one merge (llama.cpp refuses
 a BPE vocabulary without the merges key; an empty list is not written). Token ids are all the

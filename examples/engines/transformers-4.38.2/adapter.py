@@ -10,8 +10,9 @@ return_dict_in_generate=True)``. torch runs single-threaded.
 
 What it answers:
   * ``gpt2_greedy``, ``gpt2_beam_search``, ``gpt2_group_beam_search`` and every ``engines_*`` decode that
-    is not sampling: ``sequences``, ``scores`` (the per-step scores generate() records; left out when they
-    would exceed ``MAX_SCORE_VALUES`` floats, which the ``engines_*`` types allow), and for beam modes
+    is not sampling: ``sequences``, ``scores`` (the per-step scores generate() records; left out for the
+    ``engines_*`` types, which allow it, unless REFDECODE_ENGINE_SCORES=1, and above ``MAX_SCORE_VALUES``
+    floats), and for beam modes
     ``sequences_scores`` and ``beam_indices``.
   * Sampling decodes (``do_sample``, a ``uniforms`` input) are ``Unsupported``: generate() draws with torch's
     own generator and has no way to take the case's uniforms.
@@ -66,7 +67,10 @@ def answer(request: dict) -> dict:
         out = model.generate(ids, attention_mask=mask, generation_config=gen, output_scores=True,
                              return_dict_in_generate=True)
     result: dict = {"sequences": out.sequences.tolist()}
-    if out.scores is not None and sum(s.numel() for s in out.scores) <= MAX_SCORE_VALUES:
+    # `scores` are optional for the engines_* types (what engine APIs return): left out there unless
+    # REFDECODE_ENGINE_SCORES=1 (on a 50257-token vocabulary they are tens of MB per case, and slow to check)
+    want_scores = not kind.startswith("engines_") or os.environ.get("REFDECODE_ENGINE_SCORES") == "1"
+    if want_scores and out.scores is not None and sum(s.numel() for s in out.scores) <= MAX_SCORE_VALUES:
         result["scores"] = [s.to(torch.float32).tolist() for s in out.scores]
     if gen.num_beams > 1:
         result["sequences_scores"] = out.sequences_scores.to(torch.float32).tolist()

@@ -9,7 +9,8 @@ from 4.38.2 the case fails and FINDINGS.md says why.
 
 What it answers:
   * greedy and beam decodes (``gpt2_greedy``, ``gpt2_beam_search``, the ``engines_*`` types): ``sequences``,
-    ``scores`` (left out above ``MAX_SCORE_VALUES`` floats), ``sequences_scores`` and ``beam_indices``.
+    ``scores`` (left out for ``engines_*`` unless REFDECODE_ENGINE_SCORES=1, and above ``MAX_SCORE_VALUES``
+    floats), ``sequences_scores`` and ``beam_indices``.
   * ``num_beam_groups > 1``: Unsupported. 5.x moved group beam search out of the library to the Hub repository
     ``transformers-community/group-beam-search`` (``custom_generate=..., trust_remote_code=True``), which needs the
     network (generation/utils.py GENERATION_MODES_MAPPING and ``_get_deprecated_gen_repo``).
@@ -68,7 +69,10 @@ def answer(request: dict) -> dict:
         out = model.generate(ids, attention_mask=mask, generation_config=gen, output_scores=True,
                              return_dict_in_generate=True)
     result: dict = {"sequences": out.sequences.tolist()}
-    if out.scores is not None and sum(s.numel() for s in out.scores) <= MAX_SCORE_VALUES:
+    # `scores` are optional for the engines_* types (what engine APIs return): left out there unless
+    # REFDECODE_ENGINE_SCORES=1 (on a 50257-token vocabulary they are tens of MB per case, and slow to check)
+    want_scores = not kind.startswith("engines_") or os.environ.get("REFDECODE_ENGINE_SCORES") == "1"
+    if want_scores and out.scores is not None and sum(s.numel() for s in out.scores) <= MAX_SCORE_VALUES:
         result["scores"] = [s.to(torch.float32).tolist() for s in out.scores]
     if gen.num_beams > 1:
         result["sequences_scores"] = out.sequences_scores.to(torch.float32).tolist()
