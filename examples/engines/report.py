@@ -146,6 +146,32 @@ def write_markdown(report: dict) -> str:
         "returns per-step `beam_indices`). *pass*: the engine's sequences equal 4.38.2's; *differ*: they do not; "
         "*unsupported*: the engine has no way to take the case (sampling without given draws, an option it lacks).",
         "",
+        "## The idea",
+        "",
+        "An engine's departure from transformers 4.38.2 is understood when refdecode can produce it on demand. Each "
+        "engine gets a profile: the named rules (`EngineRules` switches) where it differs, every other rule being "
+        "4.38.2's. The profile is right when it gives the engine's own answers, token for token, on every case the "
+        "engine answered.",
+        "",
+        "## Worked example",
+        "",
+        "transformers.js's greedy loop has no finished-rows mask: a row that emitted eos goes on generating while "
+        "another row has not finished (its cause T1 below). On a bigram stand-in model (1 -> 2 -> 0 = eos -> 3):",
+        "",
+        "```python",
+        ">>> import numpy as np",
+        ">>> from refdecode.model.stand_ins import TableModel",
+        ">>> from refdecode.reference.engines import decode_as",
+        ">>> table = np.log(np.array([[.1, .1, .1, .7], [.1, .1, .7, .1], [.7, .1, .1, .1], [.1, .1, .1, .7]],",
+        "...                         dtype=np.float32))",
+        ">>> model, ids = TableModel(table), np.array([[1], [3]])",
+        ">>> config = {\"max_new_tokens\": 4, \"eos_token_id\": [0], \"pad_token_id\": 0}",
+        ">>> decode_as(\"transformers-4.38.2\", model, ids, None, config)[\"sequences\"].tolist()",
+        "[[1, 2, 0, 0, 0], [3, 3, 3, 3, 3]]",
+        ">>> decode_as(\"transformers-js\", model, ids, None, config)[\"sequences\"].tolist()",
+        "[[1, 2, 0, 3, 3], [3, 3, 3, 3, 3]]",
+        "```",
+        "",
         "## Results: engine x case group (pass / differ / unsupported)",
         "",
         "| engine | " + " | ".join(g for g in GROUPS if any(g in e["groups"] for e in report["engines"])) + " |",
