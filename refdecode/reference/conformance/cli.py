@@ -85,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--plant", action="append", default=[], metavar="BUG",
                     help="serve a deliberately broken refdecode (repeatable), to see `check` catch it; "
                          "`--plant list` lists the bugs")
+    sv.add_argument("--as", dest="as_engine", default=None, metavar="ENGINE",
+                    help="answer greedy and beam decodes as ENGINE does (its profile in refdecode.reference.engines: "
+                         "transformers-4.38.2, transformers-5, ctranslate2, onnxruntime-genai, transformers-js, "
+                         "llama-cpp, keras-hub; docs/engines.md)")
     tr = sub.add_parser("trace", help="write refdecode's step trace of one decode case of DIR",
                         description="Run one decode case of the suite in DIR through refdecode with a step trace "
                                     "(docs/traces.md) and write it: compare it with your implementation's trace, or "
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         for name in args.plant:
             plants.apply(name)
-        return serve.serve()
+        return serve.serve(profile=args.as_engine)
     except BrokenPipeError:  # `... check ... | head`: the reader left; stop quietly, as the main command does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

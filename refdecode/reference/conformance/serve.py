@@ -7,6 +7,13 @@ cannot be answered -- flushing after each line, until standard input ends. The a
 serve"`` passing 100% tests the harness, and ``--plant NAME`` (see ``plants.py``) serves a deliberately broken
 refdecode to show that ``check`` catches each classic porting bug.
 
+``--as ENGINE`` (``serve(profile=ENGINE)``) answers the greedy and beam decodes of GPT-2 checkpoints
+(``engines_*`` and ``gpt2_greedy``) as that engine does, with ``refdecode.reference.engines.decode_as`` under the
+engine's profile (docs/engines.md): ``check`` then passes exactly the cases where the engine agrees with
+transformers 4.38.2 and fails the others as the engine does. Decode types the engines cannot answer (per-step
+``beam_indices``, sampling, group beam search) get ``{"id", "unsupported": reason}``, as the engines' adapters
+give; other request types are answered as without ``--as``.
+
 A request is untrusted input, and the error names the field, the rule and the value: a line is at most
 :data:`MAX_REQUEST_BYTES` (the rest of a longer one is skipped unread); ``NaN`` / ``Infinity`` literals and
 numbers beyond float64 are refused (the protocol writes ``"-inf"``, ``"inf"``, ``"nan"``); the input must
@@ -26,7 +33,7 @@ from ..schema import validate
 from .kinds import to_json
 from .registry import REGISTRY
 
-__all__ = ["answer", "serve", "MAX_REQUEST_BYTES", "MAX_COUNT"]
+__all__ = ["answer", "serve", "MAX_REQUEST_BYTES", "MAX_COUNT", "PROFILE_TYPES"]
 
 MAX_REQUEST_BYTES = 64 * 2**20  # one request line (the largest suite request, a GPT-2-sized row, is ~1 MB)
 MAX_COUNT = 2**20               # any integer of a request: sizes, counts, lengths, token ids
@@ -82,8 +89,30 @@ def _parse(line: str) -> tuple[Any, dict]:
     return request_id, request
 
 
-def answer(line: str) -> str:
-    """One request line -> one response line (without the newline)."""
+#: Decode types an engine profile answers (sequences, and sequences_scores for beams).
+PROFILE_TYPES = ("engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search",
+                 "gpt2_greedy")
+_LOGITS: dict[str, Any] = {}   # model path -> NextTokenLogits (the memo of real-token prefixes)
+
+
+def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
+    """The response body of a decode request answered under ``profile``: output or unsupported."""
+    from ..engines import NextTokenLogits, decode_as
+
+    inp = case_type.inputs.decode(request["input"])
+    if request["type"] not in PROFILE_TYPES:
+        return {"unsupported": f"{request['type']}: an engine profile gives sequences (and beam scores) of greedy "
+                               "and beam decodes only"}
+    path = str(inp["model"]["path"])
+    if path not in _LOGITS:
+        from ...model.modeling import GPT2
+
+        _LOGITS[path] = NextTokenLogits(GPT2.from_pretrained(path))
+    return {"output": decode_as(profile, _LOGITS[path], inp["input_ids"], inp["attention_mask"], inp["config"])}
+
+
+def answer(line: str, profile: str | None = None) -> str:
+    """One request line -> one response line (without the newline); ``profile``: answer decodes as that engine."""
     request_id = None
     try:
         try:
@@ -92,6 +121,11 @@ def answer(line: str) -> str:
             pass
         request_id, request = _parse(line)
         case_type = REGISTRY[request["type"]]
+        if profile is not None and ("config" in request["input"] or request["type"] in PROFILE_TYPES):
+            body = _as_engine(profile, case_type, request)
+            if "unsupported" in body:
+                return dumps({"id": request_id, "unsupported": body["unsupported"]})
+            return dumps({"id": request_id, "output": to_json(body["output"])})
         output = case_type.run(case_type.inputs.decode(request["input"]))
         return dumps({"id": request_id, "output": to_json(output)})
     except (ValueError, TypeError) as err:  # a refused request or argument: the protocol's error response
@@ -106,8 +140,12 @@ def _plain(request_id: Any) -> Any:
     return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
 
 
-def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
-    """Answer requests until standard input ends; returns 0."""
+def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None, profile: str | None = None) -> int:
+    """Answer requests until standard input ends (decodes as the engine ``profile`` when given); returns 0."""
+    if profile is not None:
+        from ..engines import rules_for
+
+        rules_for(profile)   # an unknown engine is refused before any request is read
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     while line := stdin.readline(MAX_REQUEST_BYTES + 1):
         if len(line) > MAX_REQUEST_BYTES and not line.endswith("\n"):
@@ -118,7 +156,7 @@ def serve(stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
         elif not line.strip():
             continue
         else:
-            response = answer(line)
+            response = answer(line, profile)
         stdout.write(response + "\n")
         stdout.flush()
     return 0

@@ -118,3 +118,38 @@ def test_fuzzed_requests_get_a_protocol_answer_never_an_internal_error(data):
     mutated = data.draw(_mutations(request))
     response = json.loads(answer(json.dumps(mutated)))
     assert "output" in response or "internal error" not in response["error"], (mutated, response)
+
+
+# ---- serve --as ENGINE (issue 23): decodes answered under an engine's profile
+
+
+def _engine_request(record: dict) -> str:
+    from engine_records import model_dir
+
+    inp = {"model": {"kind": "gpt2", "path": str(model_dir(record["model"]))}, "input_ids": record["input_ids"],
+           "attention_mask": record["attention_mask"], "config": record["config"]}
+    return json.dumps({"id": record["id"], "type": record["type"], "input": inp})
+
+
+def test_serve_as_engine_gives_the_engines_answer_where_it_differs():
+    """A case where CTranslate2 departs from 4.38.2: `--as ctranslate2` answers as the engine did, not as 4.38.2."""
+    from engine_records import differing
+
+    record = next(r for r in differing("ctranslate2") if r["type"] == "engines_beam_search")
+    got = json.loads(answer(_engine_request(record), "ctranslate2"))
+    assert got["output"]["sequences"] == record["response"]["output"]["sequences"] != record["expected"]["sequences"]
+    plain = json.loads(answer(_engine_request(record)))
+    assert plain["output"]["sequences"] == record["expected"]["sequences"]
+
+
+def test_serve_as_engine_says_unsupported_for_beam_indices():
+    from engine_records import recorded
+
+    record = next(r for r in recorded("transformers-4.38.2") if r["type"] == "gpt2_beam_search")
+    got = json.loads(answer(_engine_request(record), "transformers-5"))
+    assert got["id"] == record["id"] and "sequences (and beam scores)" in got["unsupported"]
+
+
+def test_serve_as_unknown_engine_is_refused():
+    with pytest.raises(ValueError, match="`profile` must be one of"):
+        serve(io.StringIO(""), io.StringIO(), profile="vllm")

@@ -1,0 +1,42 @@
+r"""Keep of recorded responses (``record_responses.py``) what refdecode's engine-profile tests need.
+
+    .venv/bin/python examples/engines/common/slim_responses.py RECORDED.jsonl examples/engines/ENGINE/responses.jsonl
+
+One JSON line per case: {"id", "type", "model" (the model folder's name: ``models/<name>`` or
+``tests/golden/models/<name>`` of a refdecode checkout), "input_ids", "attention_mask", "config", "expected"
+(4.38.2's sequences), "response" (the engine's sequences and sequences_scores, or its "unsupported" / "error")}.
+Sampling cases are left out (the profiles decode greedy and beam search only).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def slim(record: dict) -> dict | None:
+    inp = record["input"]
+    if inp["config"].get("do_sample") or inp.get("model", {}).get("kind") != "gpt2":
+        return None
+    response = record["response"]
+    if "output" in response:
+        kept = {k: v for k, v in response["output"].items() if k in ("sequences", "sequences_scores")}
+        response = {"output": kept}
+    else:
+        response = {k: v for k, v in response.items() if k in ("unsupported", "error")}
+    return {"id": record["id"], "type": record["type"], "model": Path(inp["model"]["path"]).name,
+            "input_ids": inp["input_ids"], "attention_mask": inp["attention_mask"], "config": inp["config"],
+            "expected": {"sequences": record["expected"]["sequences"]}, "response": response}
+
+
+def main(src: str, dst: str) -> None:
+    with open(src) as f, open(dst, "w") as out:
+        for line in f:
+            kept = slim(json.loads(line))
+            if kept is not None:
+                out.write(json.dumps(kept, separators=(",", ":")) + "\n")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,208 @@
+r"""onnxruntime-genai 0.18.0 as a `refdecode conformance check` client (docs/conformance.md, "The protocol").
+
+Started by ``examples/engines/onnxruntime-genai/run`` inside ``env/`` (made by ``setup.sh``). For each decode request:
+
+* the checkpoint is converted once (``convert.py``: the shared optimum ONNX export + a hand-written
+  ``genai_config.json`` of type "llama") into ``cache/<model-name>-<sha256(model.safetensors)[:12]>/``;
+* the case's ``eos_token_id`` (a list) and ``pad_token_id`` are overlaid on the config (``og.Config.overlay``), so
+  the engine stops on exactly those ids (models are kept per (folder, eos, pad));
+* the prompts go in as onnxruntime-genai's own batch convention: RIGHT-padded with ``pad_token_id`` (its
+  ``PadInputs``, src/models/model.cpp; the attention mask and position ids are derived from trailing pad tokens,
+  src/models/position_inputs.cpp). The request's attention mask says which tokens are real; they are moved to the
+  left of the row. The answer is laid out as transformers does: the request's own (left-padded) prompt row + the
+  generated tokens, rows right-padded with ``pad_token_id`` to the longest;
+* options go to ``GeneratorParams.set_search_options``: max_length = prompt width + max_new_tokens; min_length =
+  max(min_length, prompt width + min_new_tokens) (transformers 4.38.2's MinNewTokensLengthLogitsProcessor counts
+  from the padded prompt width, so this is the same constraint, stated in the engine's only length option);
+  repetition_penalty, no_repeat_ngram_size, num_beams, length_penalty, early_stopping (True/False),
+  num_return_sequences.
+
+Unsupported (the engine has no way to take it): sampling (no way to give the engine the case's uniforms),
+early_stopping="never", group beam search / diversity_penalty, any other non-default generation option
+(bad_words_ids, forced ids, suppress_tokens, ...), and output fields the engine does not return (``beam_indices``:
+required by the gpt2_beam_* types). ``scores`` and ``sequences_scores`` are left out (the Python API returns
+neither).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "common"))
+
+from protocol import Unsupported, serve  # noqa: E402
+
+import numpy as np  # noqa: E402
+import onnxruntime_genai as og  # noqa: E402
+
+ENGINE = "onnxruntime-genai"
+VERSION = og.__version__
+# REFDECODE_GENAI_RAW_SEQUENCES=1: answer get_sequence() as it is (without the final eos greedy search drops).
+RAW_SEQUENCES = os.environ.get("REFDECODE_GENAI_RAW_SEQUENCES", "") == "1"
+
+# transformers 4.38.2's GenerationConfig defaults: any other value of a field not handled below is Unsupported.
+HF_DEFAULTS = {
+    "max_time": None, "penalty_alpha": None, "use_cache": True, "typical_p": 1.0, "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0, "encoder_repetition_penalty": 1.0, "bad_words_ids": None, "force_words_ids": None,
+    "renormalize_logits": False, "constraints": None, "forced_bos_token_id": None, "forced_eos_token_id": None,
+    "remove_invalid_values": False, "exponential_decay_length_penalty": None, "suppress_tokens": None,
+    "begin_suppress_tokens": None, "forced_decoder_ids": None, "sequence_bias": None, "guidance_scale": None,
+    "low_memory": None, "encoder_no_repeat_ngram_size": 0, "decoder_start_token_id": None,
+    "prompt_lookup_num_tokens": None, "num_beam_groups": 1, "diversity_penalty": 0.0,
+    "output_attentions": False, "output_hidden_states": False, "output_scores": False, "output_logits": None,
+    "return_dict_in_generate": False, "num_assistant_tokens": 5, "num_assistant_tokens_schedule": "heuristic",
+    "cache_implementation": None, "generation_kwargs": {}, "_from_model_config": False, "bos_token_id": None,
+    "transformers_version": None,
+}
+HANDLED = {
+    "max_length", "max_new_tokens", "min_length", "min_new_tokens", "early_stopping", "do_sample", "num_beams",
+    "temperature", "top_k", "top_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+    "num_return_sequences", "pad_token_id", "eos_token_id",
+}
+# Decode types whose schema requires beam_indices (the engine cannot return them).
+NEEDS_BEAM_INDICES = {"gpt2_beam_search", "gpt2_group_beam_search", "gpt2_beam_sample", "beam_search",
+                      "beam_sample", "group_beam_search", "beam_search_ties", "constrained_beam_search"}
+
+
+def weights_key(model_dir: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(model_dir / "model.safetensors", "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"{model_dir.name}-{digest.hexdigest()[:12]}"
+
+
+def converted(model_dir: Path) -> Path:
+    """The genai model folder for MODEL_DIR, converted on first use."""
+    out = HERE / "cache" / weights_key(model_dir)
+    if not (out / "genai_config.json").is_file():
+        subprocess.run([sys.executable, str(HERE / "convert.py"), str(model_dir), str(out)], check=True,
+                       stdout=sys.stderr)
+    return out
+
+
+_models: dict[tuple, og.Model] = {}
+
+
+def model_for(model_dir: Path, eos: list[int], pad: int) -> og.Model:
+    key = (str(model_dir), tuple(eos), pad)
+    if key not in _models:
+        folder = converted(model_dir)
+        config = og.Config(str(folder))
+        config.clear_providers()  # CPU
+        config.overlay(json.dumps({"model": {"eos_token_id": eos, "pad_token_id": pad}}))
+        if len(_models) > 8:
+            _models.clear()
+        _models[key] = og.Model(config)
+    return _models[key]
+
+
+def check_options(cfg: dict) -> None:
+    for name, value in cfg.items():
+        if name in HANDLED:
+            continue
+        if name not in HF_DEFAULTS:
+            raise Unsupported(f"no option for {name}")
+        if value != HF_DEFAULTS[name]:
+            raise Unsupported(f"no option for {name}={value!r}")
+    if cfg.get("do_sample"):
+        raise Unsupported("sampling: the engine draws from its own generator (random_seed); it cannot be given "
+                          "the case's uniforms")
+    if cfg.get("early_stopping") not in (True, False, None):
+        raise Unsupported(f"no option for early_stopping={cfg['early_stopping']!r} (a bool only)")
+
+
+def generate(model_dir: Path, input_ids: list[list[int]], attention_mask: list[list[int]], cfg: dict) -> dict:
+    eos = cfg.get("eos_token_id")
+    eos = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
+    if not eos:
+        raise Unsupported("no eos_token_id: the engine always stops on its config's eos")
+    pad = cfg.get("pad_token_id")
+    if pad is None:
+        pad = eos[0]  # transformers 4.38.2 sets pad_token_id = eos_token_id[0] when it is None
+    batch, width = len(input_ids), len(input_ids[0])
+    num_beams = int(cfg.get("num_beams") or 1)
+    nrs = int(cfg.get("num_return_sequences") or 1)
+    if cfg.get("max_new_tokens") is not None:
+        max_length = width + int(cfg["max_new_tokens"])
+    else:
+        max_length = int(cfg.get("max_length") or 20)
+    min_length = int(cfg.get("min_length") or 0)
+    if cfg.get("min_new_tokens"):
+        min_length = max(min_length, width + int(cfg["min_new_tokens"]))
+
+    # The engine's batch layout: each prompt's real tokens first, then pad_token_id (model.cpp PadInputs).
+    real = [[t for t, m in zip(row, mask) if m] for row, mask in zip(input_ids, attention_mask)]
+    right = np.full((batch, width), pad, dtype=np.int32)
+    for b, toks in enumerate(real):
+        right[b, : len(toks)] = toks
+
+    model = model_for(model_dir, eos, pad)
+    params = og.GeneratorParams(model)
+    options = dict(max_length=max_length, min_length=min_length, batch_size=batch, num_beams=num_beams,
+                   num_return_sequences=nrs, do_sample=False,
+                   repetition_penalty=float(cfg.get("repetition_penalty", 1.0)),
+                   no_repeat_ngram_size=int(cfg.get("no_repeat_ngram_size") or 0))
+    if num_beams > 1:
+        options["length_penalty"] = float(cfg.get("length_penalty", 1.0))
+        options["early_stopping"] = bool(cfg.get("early_stopping", False))
+    params.set_search_options(**options)
+    generator = og.Generator(model, params)
+    generator.append_tokens(right)
+    while not generator.is_done():
+        generator.generate_next_token()
+    last = None
+    if num_beams == 1 and not RAW_SEQUENCES:
+        # Greedy search stops when the last unfinished row selects an eos, and then does not append that token
+        # (search.cpp, GreedySearch_Cpu::SelectTop: `if (!done_) AppendNextTokensToSequences();`): the engine chose
+        # it, get_next_tokens() holds it (pad_token_id for rows finished before), get_sequence() lacks it.
+        length = len(generator.get_sequence(0))
+        if length < max_length:
+            last = [int(t) for t in generator.get_next_tokens()]
+    rows = []
+    for b in range(batch):
+        for r in range(nrs):
+            seq = [int(t) for t in generator.get_sequence(b * nrs + r)]
+            if last is not None:
+                seq.append(last[b])
+            if num_beams > 1 and len(seq) < max_length and not RAW_SEQUENCES:
+                # A finished hypothesis is stored without its eos (beam_search_scorer.cpp, BeamSearchScorer::Process:
+                # the current sequence is cloned before the eos is appended), so every hypothesis shorter than
+                # max_length ended on an eos. transformers 4.38.2 stores its hypotheses the same way and appends
+                # eos_token_id[0] in finalize (beam_search.py:402-404); so does this layout.
+                seq.append(eos[0])
+            rows.append(list(input_ids[b]) + seq[width:])
+    longest = max(len(r) for r in rows)
+    return {"sequences": [r + [pad] * (longest - len(r)) for r in rows]}
+
+
+def answer(request: dict) -> dict:
+    kind = request.get("type", "")
+    inp = request["input"]
+    if "config" not in inp or "model" not in inp:
+        raise Unsupported(f"{kind}: not a decode request")
+    if kind in NEEDS_BEAM_INDICES:
+        raise Unsupported(f"{kind} requires beam_indices, which the engine does not return")
+    model = inp["model"]
+    if model.get("kind", "gpt2") != "gpt2":
+        raise Unsupported(f"model kind {model.get('kind')!r}: only GPT-2 checkpoints are exported")
+    if "uniforms" in inp:
+        raise Unsupported("sampling: the engine cannot be given the case's uniforms")
+    cfg = inp["config"]
+    check_options(cfg)
+    model_dir = Path(model["path"])
+    if not model_dir.is_absolute():
+        model_dir = Path.cwd() / model_dir
+    mask = inp.get("attention_mask") or [[1] * len(r) for r in inp["input_ids"]]
+    return generate(model_dir.resolve(), inp["input_ids"], mask, cfg)
+
+
+if __name__ == "__main__":
+    sys.exit(serve(answer))

@@ -1,0 +1,249 @@
+r"""Write docs/engines.md and examples/engines/report.json from the engines' recorded answers (issue 23).
+
+    .venv/bin/python examples/engines/report.py [--bench examples/engines/bench.jsonl] [--no-attribute]
+                                                [--run-seconds N] [--refdecode-bench]
+
+Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
+and for every engine and case group counts pass (the engine's sequences equal transformers 4.38.2's) / differ /
+unsupported; runs refdecode's profile of the engine (``refdecode.reference.engines.decode_as``) on every answered
+case (reproduced = token for token); for each differing case, finds the smallest set of the profile's switches that
+turns 4.38.2's rules into the engine's answer (its cause; ``--no-attribute`` skips this); adds the speed table
+(each bench script's JSON line from ``--bench``, and refdecode's own with ``--refdecode-bench``) and each engine's
+causes as its FINDINGS.md states them (both rules with sources, a reproducer each). Runs in refdecode's venv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import json
+import re
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from refdecode import GPT2
+from refdecode.reference.engines import PROFILES, EngineRules, NextTokenLogits, decode_as, switches_of
+from refdecode.reference.engines.beam import NotSimulated
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
+           "llama-cpp", "keras-hub"]
+GROUPS = ["engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search", "gpt2_greedy",
+          "gpt2_beam_search"]
+_LOGITS: dict[str, NextTokenLogits] = {}
+
+
+def model_dir(name: str) -> Path:
+    for base in (ROOT / "models", ROOT / "tests" / "golden" / "models"):
+        if (base / name).exists():
+            return base / name
+    raise FileNotFoundError(f"model {name!r} is neither in models/ nor in tests/golden/models/")
+
+
+def run(profile: EngineRules | str, r: dict) -> list | None:
+    name = r["model"]
+    if name not in _LOGITS:
+        _LOGITS[name] = NextTokenLogits(GPT2.from_pretrained(model_dir(name)))
+    try:
+        return decode_as(profile, _LOGITS[name], r["input_ids"], r["attention_mask"], r["config"])["sequences"].tolist()
+    except NotSimulated:
+        return None
+
+
+def cause(engine: str, r: dict, target: list) -> list[str]:
+    """The smallest sets (size 1, then 2) of the engine's switches over 4.38.2's rules giving ``target``."""
+    switches = switches_of(PROFILES[engine])
+    for size in (1, 2):
+        found = ["+".join(c) for c in itertools.combinations(switches, size)
+                 if run(replace(EngineRules(), **{s: switches[s] for s in c}), r) == target]
+        if found:
+            return found
+    return ["all of " + "+".join(switches)] if run(engine, r) == target else ["(not reproduced)"]
+
+
+def summarise(engine: str, attribute: bool) -> dict:
+    path = HERE / engine / "responses.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    groups: dict[str, dict] = {}
+    causes: dict[str, list[str]] = {}
+    reproduced = differing = reproduced_differing = answered = 0
+    for r in records:
+        g = groups.setdefault(r["type"], {"pass": 0, "differ": 0, "unsupported": 0})
+        response = r["response"]
+        if "output" not in response:
+            g["unsupported"] += 1
+            continue
+        answered += 1
+        got = response["output"]["sequences"]
+        same = run(engine, r) == got
+        reproduced += same
+        if got == r["expected"]["sequences"]:
+            g["pass"] += 1
+            continue
+        g["differ"] += 1
+        differing += 1
+        reproduced_differing += same
+        if attribute:
+            for c in cause(engine, r, got)[:1]:
+                causes.setdefault(c, []).append(r["id"])
+    return {"engine": engine, "groups": groups, "answered": answered, "reproduced": reproduced,
+            "differing": differing, "reproduced_differing": reproduced_differing, "causes": causes,
+            "switches": {k: v for k, v in switches_of(PROFILES[engine]).items()}}
+
+
+def refdecode_bench() -> dict:
+    """refdecode's generate on the 124M-shaped checkpoint: 8-token prompt, 64 new tokens, 1 warm-up + 5 runs."""
+    from refdecode import generate
+
+    model = GPT2.from_pretrained(ROOT / "models" / "gpt2-124m-shaped")
+    ids = np.array([[464, 2068, 7586, 21831, 18045, 625, 262, 16931]], dtype=np.int64)
+    out = {"engine": "refdecode", "version": __import__("refdecode").__version__}
+    for name, beams in (("greedy_tok_s", 1), ("beam4_tok_s", 4)):
+        times = []
+        for i in range(6):
+            t0 = time.perf_counter()
+            generate(model, ids, max_new_tokens=64, min_new_tokens=64, num_beams=beams, eos_token_id=50256,
+                     pad_token_id=50256)
+            if i:
+                times.append(time.perf_counter() - t0)
+        out[name] = round(64 / statistics.median(times), 2)
+    return out
+
+
+def findings_causes(engine: str) -> str:
+    """The '## Causes' section(s) of the engine's FINDINGS.md, headings moved down two levels."""
+    path = HERE / engine / "FINDINGS.md"
+    if not path.exists():
+        return ""
+    text, out, keep = path.read_text(), [], False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            keep = line.lower().startswith(("## causes", "## cause"))
+            continue
+        if keep:
+            out.append(re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", line))
+    return "\n".join(out).strip()
+
+
+def write_markdown(report: dict) -> str:
+    lines = [
+        "# Engines: where real inference engines depart from transformers 4.38.2, and why",
+        "",
+        "Generated by `examples/engines/report.py` (run `examples/engines/run_all.sh` from a fresh clone to redo "
+        f"everything); machine-readable: `examples/engines/report.json`. Generated {report['date']}.",
+        "",
+        report["provenance"],
+        "",
+        "Each engine runs through its adapter (`examples/engines/<engine>/run`, the conformance protocol) on the "
+        "suite's `engines` group (the shipped tiny-shakespeare model, eos 198 \"\\n\"), `gpt2_greedy` and "
+        "`gpt2_beam_search` (refdecode's golden GPT-2 cases; beams sent as `engines_beam_search`, since no engine "
+        "returns per-step `beam_indices`). *pass*: the engine's sequences equal 4.38.2's; *differ*: they do not; "
+        "*unsupported*: the engine has no way to take the case (sampling without given draws, an option it lacks).",
+        "",
+        "## The idea",
+        "",
+        "An engine's departure from transformers 4.38.2 is understood when refdecode can produce it on demand. Each "
+        "engine gets a profile: the named rules (`EngineRules` switches) where it differs, every other rule being "
+        "4.38.2's. The profile is right when it gives the engine's own answers, token for token, on every case the "
+        "engine answered.",
+        "",
+        "## Worked example",
+        "",
+        "transformers.js's greedy loop has no finished-rows mask: a row that emitted eos goes on generating while "
+        "another row has not finished (its cause T1 below). On a bigram stand-in model (1 -> 2 -> 0 = eos -> 3):",
+        "",
+        "```python",
+        ">>> import numpy as np",
+        ">>> from refdecode.model.stand_ins import TableModel",
+        ">>> from refdecode.reference.engines import decode_as",
+        ">>> table = np.log(np.array([[.1, .1, .1, .7], [.1, .1, .7, .1], [.7, .1, .1, .1], [.1, .1, .1, .7]],",
+        "...                         dtype=np.float32))",
+        ">>> model, ids = TableModel(table), np.array([[1], [3]])",
+        ">>> config = {\"max_new_tokens\": 4, \"eos_token_id\": [0], \"pad_token_id\": 0}",
+        ">>> decode_as(\"transformers-4.38.2\", model, ids, None, config)[\"sequences\"].tolist()",
+        "[[1, 2, 0, 0, 0], [3, 3, 3, 3, 3]]",
+        ">>> decode_as(\"transformers-js\", model, ids, None, config)[\"sequences\"].tolist()",
+        "[[1, 2, 0, 3, 3], [3, 3, 3, 3, 3]]",
+        "```",
+        "",
+        "## Results: engine x case group (pass / differ / unsupported)",
+        "",
+        "| engine | " + " | ".join(g for g in GROUPS if any(g in e["groups"] for e in report["engines"])) + " |",
+    ]
+    shown = [g for g in GROUPS if any(g in e["groups"] for e in report["engines"])]
+    lines.append("|---|" + "---|" * len(shown))
+    for e in report["engines"]:
+        cells = [("{pass} / {differ} / {unsupported}".format(**e["groups"][g]) if g in e["groups"] else "-")
+                 for g in shown]
+        lines.append(f"| {e['engine']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Explained = reproduced", "",
+              "refdecode's profile of each engine (`refdecode.reference.engines.PROFILES`; `decode_as(engine, ...)`, "
+              "or `refdecode conformance serve --as ENGINE`) run on every case the engine answered:", "",
+              "| engine | profile switches (over 4.38.2's rules) | answered | reproduced | differ from 4.38.2 | "
+              "of those reproduced |", "|---|---|---|---|---|---|"]
+    for e in report["engines"]:
+        sw = ", ".join(f"`{k}={v}`" for k, v in e["switches"].items()) or "(none: the control)"
+        lines.append(f"| {e['engine']} | {sw} | {e['answered']} | {e['reproduced']} | {e['differing']} | "
+                     f"{e['reproduced_differing']} |")
+    lines += ["", "### Causes assigned to the differing cases", "",
+              "For each differing case, the smallest set of the engine's switches that, turned on over 4.38.2's "
+              "rules, gives the engine's answer (ties: the first found; `all of ...`: no one or two switches "
+              "suffice, the whole profile does).", ""]
+    for e in report["engines"]:
+        for c, ids in sorted(e["causes"].items(), key=lambda kv: -len(kv[1])):
+            more = f" ... ({len(ids)} cases)" if len(ids) > 8 else ""
+            lines.append(f"* **{e['engine']}** `{c}`: {', '.join(ids[:8])}{more}")
+    lines += ["", "## Speed (GPT-2-124M-shaped, 8-token prompt, 64 new tokens, batch 1, median of 5)", ""]
+    if report["bench"]:
+        lines += ["| engine | version | greedy tok/s | beam-4 tok/s |", "|---|---|---|---|"]
+        for b in report["bench"]:
+            lines.append(f"| {b.get('engine')} | {b.get('version')} | {b.get('greedy_tok_s')} | {b.get('beam4_tok_s')} |")
+    else:
+        lines.append("Not measured in this run (`run_all.sh` measures it); each engine's FINDINGS.md gives the "
+                     "figures its helper measured.")
+    lines += ["", "## Setup (one command per engine, from a fresh clone)", "", "```sh"]
+    lines += [f"examples/engines/{e}/setup.sh" for e in ENGINES]
+    lines += ["examples/engines/run_all.sh        # everything: setups, suite export, runs, diagnosis, this page",
+              "```", "", f"Full run time: {report['run_time']}.", "", "## The causes, engine by engine", "",
+              "As each engine's `FINDINGS.md` states them (the engine's rule with its source line, 4.38.2's rule "
+              "with its source line, the cases, a reproducer, the refdecode rule = the profile's switch).", ""]
+    for e in ENGINES:
+        text = findings_causes(e)
+        if text:
+            lines += [f"### {e}", "", text, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", type=Path, default=None, help="JSON lines of the engines' bench scripts")
+    ap.add_argument("--refdecode-bench", action="store_true")
+    ap.add_argument("--no-attribute", action="store_true")
+    ap.add_argument("--run-seconds", type=float, default=None, help="how long run_all.sh took")
+    ap.add_argument("--provenance", default="The engines' answers are the committed responses.jsonl files.")
+    args = ap.parse_args()
+    engines = [summarise(e, not args.no_attribute) for e in ENGINES]
+    bench = []
+    if args.bench and args.bench.exists():
+        bench = [json.loads(line) for line in args.bench.read_text().splitlines() if line.strip().startswith("{")]
+    if args.refdecode_bench:
+        bench.append(refdecode_bench())
+    run_time = (f"{args.run_seconds / 60:.1f} min (run_all.sh)" if args.run_seconds
+                else "not measured (this page was written from the committed responses)")
+    report = {"date": datetime.date.today().isoformat(), "engines": engines, "bench": bench, "run_time": run_time,
+              "provenance": args.provenance}
+    (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+    (ROOT / "docs" / "engines.md").write_text(write_markdown(report))
+    for e in engines:
+        print(f"{e['engine']}: answered {e['answered']}, reproduced {e['reproduced']}; differ {e['differing']}, "
+              f"reproduced {e['reproduced_differing']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Everything of docs/engines.md from a fresh clone, in one command (issue 23):
+#   examples/engines/run_all.sh
+# 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_beam_search +
+# gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`
+# (summary lines kept) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
+# 5) each bench script + refdecode's own, 6) report.py (diagnosis, reproduction, docs/engines.md, report.json).
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+cd "$ROOT"
+START=$(date +%s)
+WORK="${RUN_ALL_WORK:-$ROOT/examples/engines/.run}"   # git-ignored
+mkdir -p "$WORK"
+ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub)
+
+# 1) refdecode
+[ -x .venv/bin/python ] || { python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]"; }
+PY=.venv/bin/python
+
+# 2) engines
+for e in "${ENGINES[@]}"; do
+  t0=$(date +%s); "examples/engines/$e/setup.sh" > "$WORK/setup-$e.log" 2>&1
+  echo "setup $e: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
+done
+
+# 3) the suite
+[ -f models/gpt2-124m-shaped/model.safetensors ] || \
+  "${ORACLE_PY:-examples/engines/transformers-4.38.2/env/bin/python}" tools/engines/make_gpt2_124m_shaped.py
+ONLY=engines,engines_124m,gpt2_greedy,gpt2_beam_search,gpt2_group_beam_search
+rm -rf "$WORK/suite"; .venv/bin/refdecode conformance export "$WORK/suite" --only "$ONLY"
+
+# 4) check + record (one engine at a time: the machine is shared)
+: > "$WORK/check-summaries.txt"
+for e in "${ENGINES[@]}"; do
+  t0=$(date +%s)
+  .venv/bin/refdecode conformance check "$WORK/suite" --cmd "examples/engines/$e/run" --only "$ONLY" \
+    > "$WORK/check-$e.txt" 2>&1 || true
+  echo "$e: $(tail -n 1 "$WORK/check-$e.txt")" | tee -a "$WORK/check-summaries.txt"
+  $PY examples/engines/common/record_responses.py "$WORK/suite" --cmd "examples/engines/$e/run" \
+    --only engines_greedy,engines_beam_search,engines_124m_greedy,engines_124m_beam_search,gpt2_greedy,gpt2_beam_search \
+    --rename gpt2_beam_search=engines_beam_search -o "$WORK/responses-$e.jsonl"
+  $PY examples/engines/common/slim_responses.py "$WORK/responses-$e.jsonl" "examples/engines/$e/responses.jsonl"
+  echo "run $e: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
+done
+
+# 5) speed (alternating engines, one at a time)
+: > "$WORK/bench.jsonl"
+for e in "${ENGINES[@]}"; do
+  if [ -f "examples/engines/$e/bench.py" ]; then
+    "examples/engines/$e/env/bin/python" "examples/engines/$e/bench.py" | tail -n 1 >> "$WORK/bench.jsonl" || true
+  elif [ -f "examples/engines/$e/bench.mjs" ]; then
+    (cd "examples/engines/$e" && node bench.mjs) | tail -n 1 >> "$WORK/bench.jsonl" || true
+  fi
+done
+
+# 6) the report
+$PY examples/engines/report.py --bench "$WORK/bench.jsonl" --refdecode-bench --run-seconds $(( $(date +%s) - START )) \
+  --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt")"
+echo "run_all.sh: $(( $(date +%s) - START )) s"

@@ -1,0 +1,82 @@
+r"""The control engine: transformers 4.38.2 itself, answering `refdecode conformance check` decode requests.
+
+refdecode's expected values are transformers 4.38.2's, so this adapter must pass every case it can express: it
+proves the protocol, the harness and the case export, before any foreign engine is blamed for a difference.
+
+It loads the case's Hugging Face folder with ``GPT2LMHeadModel.from_pretrained`` (float32, eval), builds a
+``GenerationConfig`` from the request's ``config`` as it is (every field passed, none dropped) and calls
+``model.generate(input_ids, attention_mask=..., generation_config=..., output_scores=True,
+return_dict_in_generate=True)``. torch runs single-threaded.
+
+What it answers:
+  * ``gpt2_greedy``, ``gpt2_beam_search``, ``gpt2_group_beam_search`` and every ``engines_*`` decode that
+    is not sampling: ``sequences``, ``scores`` (the per-step scores generate() records; left out for the
+    ``engines_*`` types, which allow it, unless REFDECODE_ENGINE_SCORES=1, and above ``MAX_SCORE_VALUES``
+    floats), and for beam modes
+    ``sequences_scores`` and ``beam_indices``.
+  * Sampling decodes (``do_sample``, a ``uniforms`` input) are ``Unsupported``: generate() draws with torch's
+    own generator and has no way to take the case's uniforms.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "common"))
+from protocol import Unsupported, serve  # noqa: E402
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import GenerationConfig, GPT2LMHeadModel  # noqa: E402
+
+torch.set_num_threads(1)
+torch.manual_seed(0)
+transformers.logging.set_verbosity_error()
+
+MAX_SCORE_VALUES = int(os.environ.get("REFDECODE_ENGINE_MAX_SCORES", 2_000_000))
+_MODELS: dict[str, GPT2LMHeadModel] = {}
+
+
+def _model(spec: dict) -> GPT2LMHeadModel:
+    if spec.get("kind") != "gpt2":
+        raise Unsupported(f"model kind {spec.get('kind')!r}: this engine runs Hugging Face GPT-2 folders only")
+    path = str(spec["path"])
+    if path not in _MODELS:
+        model = GPT2LMHeadModel.from_pretrained(path, torch_dtype=torch.float32)
+        model.eval()
+        _MODELS[path] = model
+    return _MODELS[path]
+
+
+def answer(request: dict) -> dict:
+    kind, inp = request.get("type", ""), request["input"]
+    if not {"model", "input_ids", "attention_mask", "config"} <= set(inp):
+        raise Unsupported(f"{kind}: not a decode request (this adapter answers decodes only)")
+    config = dict(inp["config"])
+    if config.get("do_sample") or "uniforms" in inp:
+        raise Unsupported("sampling: generate() draws with torch's generator; no option to take the case's uniforms")
+    if kind.endswith(("_assisted_greedy", "_prompt_lookup_greedy", "_contrastive_search")):
+        raise Unsupported(f"{kind}: not a plain decode (this adapter answers greedy and beam decodes)")
+    model = _model(inp["model"])
+    ids = torch.tensor(inp["input_ids"], dtype=torch.long)
+    mask = torch.tensor(inp["attention_mask"], dtype=torch.long)
+    gen = GenerationConfig(**config)
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=mask, generation_config=gen, output_scores=True,
+                             return_dict_in_generate=True)
+    result: dict = {"sequences": out.sequences.tolist()}
+    # `scores` are optional for the engines_* types (what engine APIs return): left out there unless
+    # REFDECODE_ENGINE_SCORES=1 (on a 50257-token vocabulary they are tens of MB per case, and slow to check)
+    want_scores = not kind.startswith("engines_") or os.environ.get("REFDECODE_ENGINE_SCORES") == "1"
+    if want_scores and out.scores is not None and sum(s.numel() for s in out.scores) <= MAX_SCORE_VALUES:
+        result["scores"] = [s.to(torch.float32).tolist() for s in out.scores]
+    if gen.num_beams > 1:
+        result["sequences_scores"] = out.sequences_scores.to(torch.float32).tolist()
+        result["beam_indices"] = out.beam_indices.tolist()
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(serve(answer))

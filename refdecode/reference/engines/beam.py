@@ -1,0 +1,184 @@
+r"""Beam search with transformers 4.38.2's bookkeeping (BeamSearchScorer / BeamHypotheses), rule by rule switchable.
+
+Contract: ``beam_search(logits, prompts, rules) -> [[(new tokens, score)] * num_return_sequences per prompt]``,
+best first; new tokens keep the eos that finished a hypothesis (``decode.py`` writes it as ``eos_out`` says).
+``loop="4.38"`` only; the other loops are in ``beam_loops.py``.
+
+4.38.2's rule (beam_search.py ``BeamSearchScorer.process`` :223-316, ``BeamHypotheses`` :936-1006, ``finalize``
+:318-362; utils.py ``_beam_search``), per prompt and step:
+
+1. candidates: the top max(2, 1 + n_eos) * K of (beam score + processed log-probs), flattened (K*V,);
+2. walk them by rank: an eos of rank < K becomes a hypothesis with score sum / generated_len ** lp
+   (generated_len counts the eos); other tokens fill the K next beams;
+3. done when K hypotheses are kept and: early_stopping True; or worst kept >= best candidate / L ** lp with
+   L = generated length (False, or "never" with lp <= 0) or max_new_tokens ("never", lp > 0);
+4. at max_length, the K running beams of unfinished prompts are added; the best num_return_sequences win,
+   among equal scores the later inserted.
+
+The switches (``EngineRules``): ``candidates``, ``first_eos``, ``finish``, ``last``, ``offset``,
+``hyp_length_with_prompt``, ``can_improve_length``, ``can_improve_offset``, ``tie_earlier_wins``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .rules import EngineRules
+from .steps import NextTokenLogits, Prompt
+
+__all__ = ["beam_search", "Hypotheses", "candidates", "NotSimulated"]
+
+
+class NotSimulated(ValueError):
+    """The engine reaches a state its own code leaves undefined (e.g. a release build's compiled-out assert)."""
+
+
+class Hypotheses:
+    """BeamHypotheses: the K best finished hypotheses of one prompt (the kept set is the state)."""
+
+    def __init__(self, num_beams: int, length_penalty: float, earlier_wins: bool):
+        self.k, self.lp, self.earlier = num_beams, length_penalty, earlier_wins
+        self.items: list[tuple[float, int, list[int]]] = []   # (score, insertion number, new tokens)
+        self.count = 0
+
+    def add(self, tokens: list[int], sum_logprobs: float, length: int) -> None:
+        """score = sum_logprobs / length ** lp (Python floats, as 4.38.2's ``.item()``); kept if among the K best."""
+        score = sum_logprobs / (length ** self.lp)
+        if len(self.items) >= self.k and not score > self.worst():
+            return
+        self.items.append((score, self.count, tokens))
+        self.count += 1
+        if len(self.items) > self.k:
+            self.items.remove(self.ranked()[-1])
+
+    def ranked(self) -> list[tuple[float, int, list[int]]]:
+        """Best first; equal scores: the later inserted first (4.38.2) or the earlier (``tie_earlier_wins``)."""
+        return sorted(self.items, key=lambda h: (-h[0], h[1] if self.earlier else -h[1]))
+
+    def worst(self) -> float:
+        return self.ranked()[-1][0]
+
+
+def candidates(logits: NextTokenLogits, prompt: Prompt, beams: list[tuple[np.float32, list[int]]],
+               rules: EngineRules, step: int) -> list[list]:
+    """[[token, score float32, source beam]] best first: the top n of the K beams' (V,) scores, flattened (K*V,)."""
+    K = int(prompt.config["num_beams"])
+    n = max(2, 1 + len(prompt.eos)) * K if rules.candidates == "hf" else 2 * K
+    flat = np.concatenate([prompt.beam_scores(logits, gen, score) for score, gen in beams])   # (K*V,)
+    V = flat.size // len(beams)
+    order = np.argsort(-flat, kind="stable")[:n]          # ties: the lower flat index first (torch.topk on CPU)
+    cands = [[int(i % V), np.float32(flat[i]), int(i // V)] for i in order]
+    if rules.first_eos and step == 0:                     # CTranslate2 C6
+        for c in cands[1:]:
+            if c[0] in prompt.eos:
+                c[0], c[1], c[2] = 0, np.float32(-1e10), 0
+    return cands
+
+
+def _length(prompt: Prompt, gen: list[int], eos_ended: bool, rules: EngineRules) -> int:
+    """The length in the length penalty of a hypothesis with new tokens ``gen`` (its eos included if any)."""
+    if rules.hyp_length_with_prompt:                      # genai G2: padded width + new tokens without the eos
+        return prompt.T + len(gen) - (1 if eos_ended else 0)
+    return len(gen) + (len(prompt.real) - 1 if rules.offset else 0)
+
+
+class _State:
+    """One prompt's search: its running beams, its hypotheses, whether it is done."""
+
+    def __init__(self, prompt: Prompt, rules: EngineRules):
+        cfg = prompt.config
+        self.prompt, self.K = prompt, int(cfg["num_beams"])
+        self.lp, self.es = float(cfg["length_penalty"]), cfg["early_stopping"]
+        self.hyps = Hypotheses(self.K, self.lp, rules.tie_earlier_wins)
+        self.beams: list[tuple[np.float32, list[int]]] = [(np.float32(0), [])]
+        self.done = False
+        self.added = 0              # hypotheses ever added (CTranslate2 counts them all)
+        self.top_finished = False   # CTranslate2: the rank-0 candidate was an eos at some step
+
+
+def _walk(state: _State, cands: list[list], rules: EngineRules) -> None:
+    """Step 2: eos candidates of rank < K become hypotheses; the other candidates fill the K next beams."""
+    new = []
+    for rank, (tok, score, src) in enumerate(cands):
+        gen = state.beams[src][1] + [tok]
+        if tok in state.prompt.eos:
+            if rank >= state.K:
+                continue
+            state.hyps.add(gen, float(score), _length(state.prompt, gen, True, rules))
+            state.added += 1
+            state.top_finished = state.top_finished or rank == 0
+        else:
+            new.append((score, gen))
+        if len(new) == state.K:
+            break
+    if len(new) < state.K:
+        # only with candidates="2k": more than K eos among 2K candidates. onnxruntime-genai's
+        # assert(beam_idx == num_beams_) (beam_search_scorer.cpp:152) is compiled out: undefined.
+        raise NotSimulated("fewer than num_beams non-eos candidates among the candidates")
+    state.beams = new
+
+
+def _is_done(state: _State, best: float, step: int, rules: EngineRules) -> bool:
+    """Step 3 (``finish``), after the walk of generated step ``step`` (0-based)."""
+    prompt, K, lp = state.prompt, state.K, state.lp
+    off = len(prompt.real) - 1 if rules.offset else 0
+    if rules.finish == "ct2":
+        nrs = int(prompt.config["num_return_sequences"])
+        return (state.top_finished and state.added >= nrs) if lp == 0 else state.added >= K
+    if len(state.hyps.items) < K:
+        return False
+    if rules.finish == "5":
+        length = prompt.max_new if (state.es == "never" and lp > 0) else step + 1
+        return state.es is True or float(state.beams[0][0]) / (length + off) ** lp <= state.hyps.worst()
+    if state.es is True:
+        return True
+    if rules.can_improve_length:          # genai G3: the row length before the new token
+        length = prompt.T + step
+    elif state.es == "never" and lp > 0:
+        length = prompt.max_new
+    else:
+        length = step + 1
+    return state.hyps.worst() >= float(np.float32(best)) / math.pow(length + off, lp)
+
+
+def beam_search(logits: NextTokenLogits, prompts: list[Prompt],
+                rules: EngineRules) -> list[list[tuple[list[int], float]]]:
+    """The 4.38 loop over all prompts in lockstep (``can_improve_offset`` reads across prompts)."""
+    states = [_State(p, rules) for p in prompts]
+    max_new = prompts[0].max_new
+    for step in range(max_new):
+        last = step == max_new - 1
+        # 1) candidates of every prompt still searching
+        cands = [candidates(logits, s.prompt, s.beams, rules, step) if not s.done else [] for s in states]
+        for b, state in enumerate(states):
+            if state.done:
+                continue
+            if last and rules.last == "topk":     # 5.x / CTranslate2: the top K candidates finish, eos or not
+                for tok, score, src in cands[b][:state.K]:
+                    gen = state.beams[src][1] + [tok]
+                    state.hyps.add(gen, float(score), _length(state.prompt, gen, tok in state.prompt.eos, rules))
+                state.done = True
+                continue
+            # 2) the walk, 3) done?
+            _walk(state, cands[b], rules)
+            state.done = _is_done(state, _best(cands, b, state.K, rules), step, rules)
+        if all(s.done for s in states):
+            break
+    # 4) finalize: the running beams of the prompts still open
+    for state in states:
+        if not state.done:
+            for score, gen in state.beams:
+                state.hyps.add(gen, float(score), _length(state.prompt, gen, False, rules))
+    nrs = int(prompts[0].config["num_return_sequences"])
+    return [[(gen, score) for score, _, gen in s.hyps.ranked()[:nrs]] for s in states]
+
+
+def _best(cands: list[list[list]], b: int, K: int, rules: EngineRules) -> float:
+    """The best candidate score of prompt b; genai G4 reads the window [b*K, b*K + 2K) of all prompts' 2K each."""
+    if not rules.can_improve_offset:
+        return float(cands[b][0][1])
+    flat = [float(c[1]) for cs in cands for c in cs[:2 * K]]
+    window = flat[b * K: b * K + 2 * K]
+    return max(window) if window else float(cands[b][0][1])

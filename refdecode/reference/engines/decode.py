@@ -1,0 +1,99 @@
+r"""``decode_as(profile, model, input_ids, attention_mask, config)``: a greedy or beam decode under an engine's rules.
+
+Contract: in, a GPT-2 (refdecode's ``GPT2``, or a ``NextTokenLogits`` around one, to share its memo), left-padded
+``input_ids`` / ``attention_mask`` int (B, T) and a GenerationConfig as a dict (the conformance suite's decode
+``config``: max_new_tokens, eos_token_id (int or list), pad_token_id, num_beams, length_penalty, early_stopping,
+num_return_sequences, repetition_penalty, no_repeat_ngram_size, min_length, min_new_tokens); out,
+``{"sequences": int64 (B*R, T_out)}`` (+ ``"sequences_scores"`` float32 (B*R,) for beam search): per prompt its
+rows best first, each the padded prompt + the new tokens, right-padded with pad_token_id to the longest row, as
+the engines' adapters answer. Sampling is not an engine rule here (``do_sample=True`` is refused).
+
+Output layout, 4.38.2 (beam_search.py ``finalize`` :350-362): a finished hypothesis is written without its eos and
+then eos_token_id[0] where the row is shorter than max_length (``eos_out="first"``); the engines write the eos they
+generated (``eos_out="generated"``). Greedy rows are written as generated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .beam import beam_search
+from .beam_loops import beam_5, beam_ct2, beam_keras
+from .greedy import greedy
+from .rules import EngineRules, rules_for
+from .steps import NextTokenLogits, Prompt
+
+__all__ = ["decode_as", "normalized_config"]
+
+DEFAULTS = {"num_beams": 1, "length_penalty": 1.0, "early_stopping": False, "num_return_sequences": 1,
+            "repetition_penalty": 1.0, "no_repeat_ngram_size": 0, "min_length": 0, "min_new_tokens": None,
+            "do_sample": False}
+
+
+def normalized_config(config: dict, width: int) -> dict:
+    """The config with defaults filled, eos_token_id a list, pad_token_id set, max_new_tokens resolved."""
+    if not isinstance(config, dict):
+        raise TypeError(f"`config` must be a dict of GenerationConfig fields, got {type(config).__name__}")
+    cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k == "min_new_tokens"}}
+    if cfg["do_sample"]:
+        raise ValueError("`do_sample` must be False for decode_as (greedy and beam search only), got True")
+    eos = cfg.get("eos_token_id")
+    if eos is None:
+        raise ValueError("`eos_token_id` must be an int or a list of ints, got None")
+    cfg["eos_token_id"] = [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
+    if cfg.get("pad_token_id") is None:
+        cfg["pad_token_id"] = cfg["eos_token_id"][0]
+    if cfg.get("max_new_tokens") is None:
+        if cfg.get("max_length") is None:
+            raise ValueError("`max_new_tokens` (or `max_length`) must be given, got neither")
+        cfg["max_new_tokens"] = int(cfg["max_length"]) - width
+    if int(cfg["max_new_tokens"]) < 1:
+        raise ValueError(f"`max_new_tokens` must be >= 1, got {cfg['max_new_tokens']}")
+    K, nrs = int(cfg["num_beams"]), int(cfg["num_return_sequences"])
+    if K < 1 or not 1 <= nrs <= max(K, 1) or (K == 1 and nrs != 1):
+        raise ValueError(f"`num_return_sequences` must be in [1, num_beams={K}], got {nrs}")
+    return cfg
+
+
+def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_mask: Any, config: dict) -> dict:
+    """Decode as the engine ``profile`` (a key of ``PROFILES`` or an ``EngineRules``) would; see the module doc."""
+    rules = rules_for(profile)
+    ids = np.asarray(input_ids)
+    mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask)
+    if ids.ndim != 2 or ids.shape != mask.shape or ids.shape[1] < 1:
+        raise ValueError(f"`input_ids` and `attention_mask` must be int arrays of one shape (B, T), got "
+                         f"{ids.shape} and {mask.shape}")
+    cfg = normalized_config(config, ids.shape[1])
+    logits = model if isinstance(model, NextTokenLogits) else NextTokenLogits(model)
+    prompts = [Prompt(r.tolist(), m.tolist(), cfg, rules, len(ids)) for r, m in zip(ids, mask)]
+    beams = int(cfg["num_beams"]) > 1 and not rules.beam_is_greedy
+    if not beams:
+        found = greedy(logits, prompts, rules)
+    elif rules.loop == "4.38":
+        found = beam_search(logits, prompts, rules)
+    elif rules.loop == "keras":
+        found = beam_keras(logits, prompts, rules)
+    else:
+        one = beam_5 if rules.loop == "5" else beam_ct2
+        found = [one(logits, p, rules) for p in prompts]
+    rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
+    out = {"sequences": _layout(rows, cfg, beams and rules.eos_out == "first")}
+    if beams:
+        out["sequences_scores"] = np.array([s for hyps in found for _, s in hyps], dtype=np.float32)
+    return out
+
+
+def _layout(rows: list[tuple[Prompt, list[int]]], cfg: dict, eos_first: bool) -> np.ndarray:
+    """int64 (B*R, T_out): padded prompt + new tokens, right-padded with pad_token_id."""
+    eos, pad = cfg["eos_token_id"], int(cfg["pad_token_id"])
+    if eos_first:   # 4.38.2 finalize: the hypothesis without its eos, then eos_token_id[0] where it fits
+        T = rows[0][0].T
+        bodies = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
+        width = min(max(map(len, bodies)) + 1, T + int(cfg["max_new_tokens"]))
+        full = [b + [eos[0]] if len(b) < width else b for b in bodies]
+    else:
+        full = [p.row + g for p, g in rows]
+        width = max(map(len, full))
+    return np.array([r + [pad] * (width - len(r)) for r in full], dtype=np.int64)

@@ -1,0 +1,159 @@
+r"""The engines' decoding rules as named switches: ``EngineRules`` and one profile per engine (issue 23).
+
+Contract: data only. ``EngineRules`` names every rule found where an engine's greedy or beam search departs from
+transformers 4.38.2 (examples/engines/<engine>/FINDINGS.md cites each engine's source line); ``PROFILES`` sets
+them per engine. The default value of every switch is 4.38.2's rule, so ``EngineRules()`` is transformers 4.38.2
+and a profile is the smallest set of switches that turns 4.38.2 into the engine. ``steps.py``, ``greedy.py``,
+``beam.py`` and ``beam_loops.py`` read the switches; ``decode.py`` runs them (``decode_as``).
+
+4.38.2's sources below are ``transformers/generation/utils.py`` and ``transformers/generation/beam_search.py``
+of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py``; CTranslate2 4.8.5
+``src/decoding.cc``; onnxruntime-genai 0.18.0 ``src/`` (search.cpp, beam_search_scorer.cpp, logits.cpp,
+position_inputs.cpp); transformers.js 4.3.1 ``src/models/modeling_utils.js``; llama.cpp through node-llama-cpp
+3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["EngineRules", "PROFILES", "CONTEXTS", "rules_for", "switches_of"]
+
+#: What a processor may see of a row (``rp_ctx`` / ``ngram_ctx``), besides the generated tokens.
+CONTEXTS = ("row", "unpadded", "tail", "none", "right_padded")
+
+
+@dataclass(frozen=True)
+class EngineRules:
+    """One engine's decoding rules; every default is transformers 4.38.2's.
+
+    Processors (all searches):
+
+    * ``rp_ctx`` / ``ngram_ctx``: the prompt tokens the repetition penalty / the no-repeat n-gram see.
+      ``"row"`` the left-padded row, pads included (4.38.2, ``RepetitionPenaltyLogitsProcessor`` gathers over
+      ``input_ids``); ``"unpadded"`` the prompt without its padding (transformers 5.x's penalty; llama.cpp, L1);
+      ``"tail"`` the unpadded prompt without its first token (CTranslate2 with ``include_prompt_in_result``: the
+      first token is the start token, outside ``alive_seq``, decoding.cc); ``"none"`` nothing of the prompt;
+      ``"right_padded"`` the prompt's real tokens, then its pads, then the generated ones (onnxruntime-genai G6,
+      model.cpp PadInputs).
+    * ``min_length``: ``"4.38"`` min_length (counted over the padded width) and min_new_tokens both apply;
+      ``"5"`` a min_new_tokens that is set (0 included) replaces min_length (transformers 5.x, T2).
+    * ``processors_first``: beam search runs the processors on the logits, then log_softmax, masked entries at
+      float32's lowest (CTranslate2 C2, onnxruntime-genai G1); 4.38.2: log_softmax, then the processors on the
+      log-probabilities, not renormalised (utils.py ``_beam_search``).
+
+    Greedy:
+
+    * ``pad_after_eos``: a finished row gets pad_token_id (4.38.2 ``_greedy_search``: ``next_tokens *
+      unfinished_sequences + pad_token_id * (1 - unfinished_sequences)``); False: it goes on taking its argmax
+      (transformers.js T1, modeling_utils.js:1005-1020).
+    * ``stop_when_all_last_eos``: stop when every row's LAST token is an eos (transformers.js
+      stopping_criteria.js:131-136); 4.38.2: when every row has emitted one.
+    * ``argmax_of_probs``: the argmax is taken over float32 softmax probabilities (ties at the top of the
+      probabilities: the first index), keras-hub's ``GreedySampler``; 4.38.2 takes it over the scores.
+    * ``lockstep_width``: the batch decodes right-padded in lockstep to width T + max_new_tokens, so a row with
+      n_b < T real prompt tokens may generate T + max_new_tokens - n_b tokens; stop when every row holds an eos;
+      each row cut after its first eos (keras-hub K1, gpt2_causal_lm.py:240-283); 4.38.2: max_new_tokens per row
+      (utils.py:1444).
+    * ``trailing_pad_is_padding``: the first step reads each row's logits at its last token that is not
+      pad_token_id, and with more than one prompt those trailing pads are masked at every step
+      (onnxruntime-genai G7, logits.cpp:93-103, position_inputs.cpp:338-370); 4.38.2 reads the last position.
+
+    Beam search:
+
+    * ``beam_is_greedy``: num_beams > 1 runs the greedy loop (transformers.js T2: "TODO: Support beam search").
+    * ``loop``: the beam bookkeeping. ``"4.38"`` (BeamSearchScorer / BeamHypotheses, with the finer switches
+      below), ``"5"`` (the vectorised ``_beam_search`` of 5.x, T4), ``"ct2"`` (CTranslate2's
+      ``BeamSearch::search``, C3/C4), ``"keras"`` (keras-hub's ``BeamSampler``, K2: no finished hypotheses, no
+      length normalisation, beams run past eos).
+    * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
+      torch.topk); ``"2k"`` 2 * K (CTranslate2 decoding.cc:449, onnxruntime-genai search.cpp SelectTop).
+    * ``first_eos``: at the first generated step, eos candidates of rank > 0 become token 0 with score -1e10
+      (CTranslate2 C6, update_sample_with_prefix).
+    * ``finish`` (loop "4.38"): when a prompt is done. ``"4.38"`` ``BeamHypotheses.is_done`` (beam_search.py
+      :971-1006); ``"5"`` the 5.x heuristic with the best running beam; ``"ct2"`` CTranslate2's count of
+      finished hypotheses (decoding.cc:651-658).
+    * ``last`` (loop "4.38"): ``"finalize"`` at max_length the K running beams are added (beam_search.py
+      :338-348); ``"topk"`` the top K candidates of the last step, eos or not, are the finished ones (5.x, ct2).
+    * ``eos_out``: ``"first"`` a finished hypothesis is written with eos_token_id[0] after it (4.38.2
+      ``finalize``, whichever eos ended it); ``"generated"`` with the eos it generated (5.x T3, CTranslate2 C7).
+    * ``offset``: the length in the length penalty adds len(unpadded prompt) - 1 (CTranslate2 C5,
+      decoding.cc:189-194); 4.38.2 divides by the generated length, eos included (beam_search.py:228, :286).
+    * ``hyp_length_with_prompt``: that length is the padded width + the generated tokens WITHOUT the eos
+      (onnxruntime-genai G2, beam_search_scorer.cpp:19-21, :132-137).
+    * ``can_improve_length``: early_stopping=False measures the best attainable score with L = the row length
+      before the new token, prompt included (onnxruntime-genai G3, beam_search_scorer.cpp:41-44); 4.38.2:
+      the generated length including the new token (beam_search.py:306-308, :995-997).
+    * ``can_improve_offset``: that best candidate is read at ``next_scores[b * K ...]`` of the candidates laid
+      out b * 2K (onnxruntime-genai G4, beam_search_scorer.cpp:161); 4.38.2 the prompt's own best.
+    * ``tie_earlier_wins``: among equal hypothesis scores the earlier-inserted ranks first (onnxruntime-genai
+      G8, beam_search_scorer.cpp:33-36); 4.38.2 the later (``finalize`` pops the last of a stable sort).
+    """
+
+    rp_ctx: str = "row"
+    ngram_ctx: str = "row"
+    min_length: str = "4.38"
+    processors_first: bool = False
+    pad_after_eos: bool = True
+    stop_when_all_last_eos: bool = False
+    argmax_of_probs: bool = False
+    lockstep_width: bool = False
+    trailing_pad_is_padding: bool = False
+    beam_is_greedy: bool = False
+    loop: str = "4.38"
+    candidates: str = "hf"
+    first_eos: bool = False
+    finish: str = "4.38"
+    last: str = "finalize"
+    eos_out: str = "first"
+    offset: bool = False
+    hyp_length_with_prompt: bool = False
+    can_improve_length: bool = False
+    can_improve_offset: bool = False
+    tie_earlier_wins: bool = False
+
+    def __post_init__(self) -> None:
+        allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
+                   "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
+                   "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"), "eos_out": ("first", "generated")}
+        for name, values in allowed.items():
+            if getattr(self, name) not in values:
+                raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
+        for f in fields(self):
+            if f.name not in allowed and not isinstance(getattr(self, f.name), bool):
+                raise TypeError(f"`{f.name}` must be a bool, got {getattr(self, f.name)!r}")
+
+
+PROFILES: dict[str, EngineRules] = {
+    "transformers-4.38.2": EngineRules(),
+    # T1 rp_ctx, T2 min_length, T3 eos_out and T4 finish/last: its whole vectorised loop
+    "transformers-5": EngineRules(rp_ctx="unpadded", min_length="5", loop="5", eos_out="generated"),
+    # C1 .. C7, include_prompt_in_result=True (the adapter's setting)
+    "ctranslate2": EngineRules(rp_ctx="tail", ngram_ctx="tail", processors_first=True, candidates="2k",
+                               first_eos=True, loop="ct2", eos_out="generated", offset=True),
+    # G1 .. G8
+    "onnxruntime-genai": EngineRules(rp_ctx="right_padded", ngram_ctx="right_padded", processors_first=True,
+                                     candidates="2k", hyp_length_with_prompt=True, can_improve_length=True,
+                                     can_improve_offset=True, tie_earlier_wins=True, trailing_pad_is_padding=True),
+    # T1, T2
+    "transformers-js": EngineRules(pad_after_eos=False, stop_when_all_last_eos=True, beam_is_greedy=True),
+    # L1 (sampling's L2 chain is not a greedy/beam rule)
+    "llama-cpp": EngineRules(rp_ctx="unpadded"),
+    # K1, K2
+    "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
+}
+
+
+def rules_for(profile: str | EngineRules) -> EngineRules:
+    """The rules of a profile name (a key of ``PROFILES``) or an ``EngineRules`` given as is."""
+    if isinstance(profile, EngineRules):
+        return profile
+    if profile not in PROFILES:
+        raise ValueError(f"`profile` must be one of {sorted(PROFILES)} or an EngineRules, got {profile!r}")
+    return PROFILES[profile]
+
+
+def switches_of(rules: EngineRules) -> dict[str, object]:
+    """The switches where ``rules`` departs from transformers 4.38.2, in declaration order."""
+    base = EngineRules()
+    return {f.name: getattr(rules, f.name) for f in fields(rules) if getattr(rules, f.name) != getattr(base, f.name)}

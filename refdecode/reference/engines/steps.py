@@ -1,0 +1,124 @@
+r"""One prompt's view under an engine's rules: next-token logits, what the processors see, the processors.
+
+Contract: ``NextTokenLogits`` gives float32 (V,) logits of a row from its REAL tokens (prompt without padding +
+generated), memoised; ``Prompt`` holds one prompt of a request and applies the repetition penalty, the no-repeat
+n-gram and the min-length mask to one row of scores as ``EngineRules`` says (``rp_ctx``, ``ngram_ctx``,
+``min_length``, ``processors_first``). The loops (``greedy.py``, ``beam.py``, ``beam_loops.py``) call these.
+
+Why real tokens: a left-padded row with its attention mask gives the same logits as its unpadded tokens (the
+positions count from the first real token) up to float32 rounding, and every engine here feeds the real tokens.
+The forward pass computes all T positions' logits and keeps the last (not ``logits_to_keep=1``): the lm_head
+matmul over (T, E) rounds as the engines' full passes do; with (1, E) one near-tie of onnxruntime-genai
+(gpt2_beam_search/0025, 1e-6 apart) went the other way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .rules import EngineRules
+
+__all__ = ["NextTokenLogits", "Prompt", "log_softmax", "softmax", "LOWEST"]
+
+LOWEST = np.float32(np.finfo(np.float32).min)
+
+
+class NextTokenLogits:
+    """Memoised next-token logits of refdecode's GPT-2: ``logits(tokens) -> float32 (V,)``.
+
+    The memo is the point (the state): attribution runs the same prefixes under many rule sets.
+    """
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.memo: dict[tuple[int, ...], np.ndarray] = {}
+
+    def __call__(self, tokens: tuple[int, ...] | list[int]) -> np.ndarray:
+        key = tuple(int(t) for t in tokens)
+        if key not in self.memo:
+            out = self.model(np.array([key], dtype=np.int64))                     # (1, T, V)
+            self.memo[key] = np.asarray(out.logits[0, -1], dtype=np.float32)      # (V,)
+        return self.memo[key]
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    """float32 log_softmax of one row (V,), -inf entries kept at -inf."""
+    x = np.asarray(x, dtype=np.float32)
+    finite = np.isfinite(x)
+    mx = np.max(x[finite]) if finite.any() else np.float32(0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        shifted = np.where(finite, x - mx, -np.inf).astype(np.float32)
+        z = np.exp(shifted).sum(dtype=np.float32)
+    return (shifted - np.float32(np.log(z))).astype(np.float32)
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """float32 probabilities of one row (V,) (keras-hub's ``compute_probabilities``)."""
+    x = np.asarray(x, dtype=np.float32)
+    e = np.exp(x - x.max()).astype(np.float32)
+    return (e / e.sum(dtype=np.float32)).astype(np.float32)
+
+
+class Prompt:
+    """One prompt of a request: its padded row (T,), its real tokens, the request's processor settings."""
+
+    def __init__(self, row: list[int], mask: list[int], config: dict, rules: EngineRules, batch: int):
+        self.row, self.config, self.rules = [int(t) for t in row], config, rules
+        self.real = [int(t) for t, m in zip(row, mask) if m]          # prompt without left padding
+        self.T = len(self.row)                                         # padded width
+        self.eos = list(config["eos_token_id"])
+        self.pad = int(config["pad_token_id"])
+        self.max_new = int(config["max_new_tokens"])
+        self.penalty = np.float32(config.get("repetition_penalty") or 1.0)
+        self.ngram = int(config.get("no_repeat_ngram_size") or 0)
+        min_new = config.get("min_new_tokens")
+        if rules.min_length == "5" and min_new is not None:
+            self.min_gen = int(min_new)
+        else:
+            self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T, 0)
+        # onnxruntime-genai G7: the first step reads the logits at the last token that is not pad_token_id;
+        # with more than one prompt the trailing pads stay masked at every step
+        self.first = list(self.real)
+        if rules.trailing_pad_is_padding:
+            while len(self.first) > 1 and self.first[-1] == self.pad:
+                self.first.pop()
+        self.later = self.first if (rules.trailing_pad_is_padding and batch > 1) else self.real
+
+    def model_tokens(self, gen: list[int]) -> list[int]:
+        """The tokens the model attends to before generating ``gen[len(gen)]``."""
+        return (self.first if not gen else self.later) + list(gen)
+
+    def context(self, kind: str, gen: list[int]) -> list[int]:
+        """The tokens a processor sees (``EngineRules.rp_ctx`` / ``ngram_ctx``)."""
+        base = {"row": self.row, "unpadded": self.real, "tail": self.real[1:], "none": [],
+                "right_padded": self.later + [self.pad] * (self.T - len(self.later))}[kind]
+        return base + list(gen)
+
+    def process(self, x: np.ndarray, gen: list[int], masked: np.float32) -> np.ndarray:
+        """Repetition penalty, no-repeat n-gram, min length (eos masked) on one row (V,); a new array."""
+        x = np.array(x, dtype=np.float32, copy=True)
+        if self.penalty != 1.0:
+            ids = sorted(set(self.context(self.rules.rp_ctx, gen)))
+            s = x[ids]
+            x[ids] = np.where(s < 0, s * self.penalty, s / self.penalty)
+        if self.ngram > 0:
+            seen, n = self.context(self.rules.ngram_ctx, gen), self.ngram
+            if len(seen) >= n:
+                tail = seen[len(seen) - n + 1:]
+                for i in range(len(seen) - n + 1):
+                    if seen[i:i + n - 1] == tail:
+                        x[seen[i + n - 1]] = masked
+        if len(gen) < self.min_gen:
+            x[self.eos] = masked
+        return x
+
+    def beam_scores(self, logits: NextTokenLogits, gen: list[int], score: np.float32) -> np.ndarray:
+        """float32 (V,): one beam's candidate scores, its sum of log-probs + this step's processed log-probs."""
+        raw = logits(self.model_tokens(gen))
+        if self.rules.processors_first:      # CTranslate2 C2 / onnxruntime-genai G1: renormalised
+            step = log_softmax(self.process(raw, gen, LOWEST))
+        else:                                # 4.38.2: log_softmax, then the processors
+            step = self.process(log_softmax(raw), gen, np.float32(-np.inf))
+        return (step + np.float32(score)).astype(np.float32)

@@ -1,0 +1,44 @@
+"""Shared by the engine-profile tests: the engines' recorded answers (examples/engines/<engine>/responses.jsonl,
+written by examples/engines/common/record_responses.py + slim_responses.py from the real engines) and the models."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES = ("transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
+           "llama-cpp", "keras-hub")
+
+
+def model_dir(name: str) -> Path:
+    shipped = ROOT / "models" / name
+    return shipped if shipped.exists() else ROOT / "tests" / "golden" / "models" / name
+
+
+@lru_cache(maxsize=None)
+def logits_of(name: str):
+    from refdecode import GPT2
+    from refdecode.reference.engines import NextTokenLogits
+
+    return NextTokenLogits(GPT2.from_pretrained(model_dir(name)))
+
+
+def recorded(engine: str) -> list[dict]:
+    """The engine's answered greedy / beam cases."""
+    lines = (ROOT / "examples" / "engines" / engine / "responses.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if "output" in r["response"]]
+
+
+def decode_case(profile, record: dict) -> dict:
+    from refdecode.reference.engines import decode_as
+
+    return decode_as(profile, logits_of(record["model"]), record["input_ids"], record["attention_mask"],
+                     record["config"])
+
+
+def differing(engine: str, limit: int | None = None) -> list[dict]:
+    """The engine's answers that differ from transformers 4.38.2's (the cases a profile has to explain)."""
+    out = [r for r in recorded(engine) if r["response"]["output"]["sequences"] != r["expected"]["sequences"]]
+    return out[:limit] if limit else out

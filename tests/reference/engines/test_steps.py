@@ -1,0 +1,67 @@
+"""Prompt: what each processor sees of a row, and the processors on one row of scores."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from refdecode.model.stand_ins import TableModel
+from refdecode.reference.engines.rules import EngineRules
+from refdecode.reference.engines.steps import NextTokenLogits, Prompt, log_softmax, softmax
+
+CFG = {"eos_token_id": [0], "pad_token_id": 0, "max_new_tokens": 3, "repetition_penalty": 2.0,
+       "no_repeat_ngram_size": 0, "min_length": 0, "min_new_tokens": None}
+
+
+def prompt(rules: EngineRules, row=(0, 0, 3, 4), mask=(0, 0, 1, 1), **cfg) -> Prompt:
+    return Prompt(list(row), list(mask), {**CFG, **cfg}, rules, 1)
+
+
+def test_contexts():
+    p = prompt(EngineRules())
+    assert p.context("row", [5]) == [0, 0, 3, 4, 5]
+    assert p.context("unpadded", [5]) == [3, 4, 5]
+    assert p.context("tail", [5]) == [4, 5]
+    assert p.context("none", [5]) == [5]
+    assert p.context("right_padded", [5]) == [3, 4, 0, 0, 5]
+
+
+def test_penalty_over_padding_is_the_difference():
+    """4.38.2 penalises the pad id 0 (it is in the row); 5.x / llama.cpp do not (it is padding)."""
+    x = np.array([1.0, 1.0, 1.0, 1.0, 1.0], dtype=np.float32)
+    assert prompt(EngineRules()).process(x, [], np.float32(-np.inf))[0] == np.float32(0.5)
+    assert prompt(EngineRules(rp_ctx="unpadded")).process(x, [], np.float32(-np.inf))[0] == np.float32(1.0)
+
+
+def test_process_is_out_of_place_and_masks_eos_until_min_length():
+    x = np.zeros(5, dtype=np.float32)
+    p = prompt(EngineRules(), repetition_penalty=1.0, min_new_tokens=2)
+    y = p.process(x, [1], np.float32(-7))
+    assert y[0] == -7 and (x == 0).all()
+    assert p.process(x, [1, 2], np.float32(-7))[0] == 0
+
+
+def test_min_length_5_lets_min_new_tokens_void_min_length():
+    assert prompt(EngineRules(), min_length=9, min_new_tokens=0).min_gen == 5      # 9 - width 4
+    assert prompt(EngineRules(min_length="5"), min_length=9, min_new_tokens=0).min_gen == 0
+
+
+def test_trailing_pad_is_padding_reads_the_first_step_early():
+    p = Prompt([3, 4, 0], [1, 1, 1], dict(CFG), EngineRules(trailing_pad_is_padding=True), 1)
+    assert p.model_tokens([]) == [3, 4] and p.model_tokens([7]) == [3, 4, 0, 7]   # batch 1: mask all ones later
+    p2 = Prompt([3, 4, 0], [1, 1, 1], dict(CFG), EngineRules(trailing_pad_is_padding=True), 2)
+    assert p2.model_tokens([7]) == [3, 4, 7]
+
+
+def test_log_softmax_softmax_float32():
+    x = np.array([0.0, np.log(3.0), -np.inf], dtype=np.float32)
+    assert log_softmax(x).dtype == np.float32 and np.allclose(np.exp(log_softmax(x))[:2], [0.25, 0.75])
+    assert np.allclose(softmax(np.array([0.0, np.log(3.0)], dtype=np.float32)), [0.25, 0.75])
+
+
+def test_next_token_logits_memoises():
+    model = TableModel(np.eye(4, dtype=np.float32))
+    logits = NextTokenLogits(model)
+    first = logits((1, 2))
+    assert first.dtype == np.float32 and first.argmax() == 2
+    logits([1, 2])
+    assert len(model.calls) == 1
