@@ -60,7 +60,7 @@ _GENERATORS: dict[str, tuple[ctranslate2.Generator, dict]] = {}
 
 def convert_python() -> str:
     """An interpreter with torch + transformers 4.38.2 for CTranslate2's converter."""
-    oracle = Path(os.environ.get("REFDECODE_ORACLE_PYTHON", "/work/main/.venv-oracle/bin/python"))
+    oracle = Path(os.environ.get("REFDECODE_ORACLE_PYTHON", str(HERE.parents[2] / ".venv-oracle" / "bin" / "python")))
     for p in (oracle, HERE / "env-convert" / "bin" / "python"):
         if p.exists():
             return str(p)

@@ -2,7 +2,7 @@ r"""Convert a Hugging Face GPT-2 folder (config.json + model.safetensors) into a
 
     PYTHON convert.py SRC_DIR OUT_DIR CT2_SITE_PACKAGES
 
-Runs in an interpreter that has torch and transformers 4.38.2 (the adapter picks /work/main/.venv-oracle when it
+Runs in an interpreter that has torch and transformers 4.38.2 (the adapter picks the checkout's .venv-oracle when it
 exists, else ./env-convert made by setup.sh); CTranslate2 itself is imported from CT2_SITE_PACKAGES (./env's),
 appended to sys.path so that the interpreter's own numpy/torch win.
 

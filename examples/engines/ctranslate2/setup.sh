@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One command, idempotent, from anywhere: CTranslate2 4.8.5 (PyPI wheel) in ./env. Checkpoints are converted by
 # the adapter on first use (convert.py -> cache/), with an interpreter that has torch + transformers 4.38.2:
-# /work/main/.venv-oracle when it exists (read-only use), else ./env-convert, made here
+# the checkout's .venv-oracle (or $REFDECODE_ORACLE_PYTHON) when it exists (read-only use), else ./env-convert, made here
 # (torch==2.13.0, a CPU wheel, then transformers==4.38.2 and ctranslate2==4.8.5).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -11,7 +11,7 @@ if ! { [ -x "$here/env/bin/python" ] && "$here/env/bin/python" -c "import ctrans
   python3 -m venv "$here/env"
   "$here/env/bin/pip" install -q "ctranslate2==$want"
 fi
-oracle="${REFDECODE_ORACLE_PYTHON:-/work/main/.venv-oracle/bin/python}"
+oracle="${REFDECODE_ORACLE_PYTHON:-$here/../../../.venv-oracle/bin/python}"
 if [ -x "$oracle" ] && "$oracle" -c "import torch, transformers, sys; sys.exit(transformers.__version__ != '4.38.2')" 2>/dev/null; then
   echo "ctranslate2: conversions will use $oracle"
 elif ! { [ -x "$here/env-convert/bin/python" ] && "$here/env-convert/bin/python" -c "import torch, transformers" 2>/dev/null; }; then

@@ -3,7 +3,7 @@ greedy (GreedySampler) and beam-4 (BeamSampler(num_beams=4)), through GPT2Causal
 8-token prompt, 64 new tokens (stop_token_ids=None: all 64 are generated), 1 warm-up + 5 timed runs each, one
 torch thread (torch.set_num_threads(1), KERAS_HUB_THREADS). Prints ONE JSON line with the medians.
 
-Usage: env/bin/python bench.py [MODEL_DIR]   (default /work/main/models/gpt2-124m-shaped or $REFDECODE_BENCH_MODEL)
+Usage: env/bin/python bench.py [MODEL_DIR]   (default the checkout's models/gpt2-124m-shaped or $REFDECODE_BENCH_MODEL)
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import engine  # sets KERAS_BACKEND=torch and the thread count first
 
@@ -24,7 +25,7 @@ NEW = 64
 
 
 def main() -> int:
-    model_dir = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("REFDECODE_BENCH_MODEL", "/work/main/models/gpt2-124m-shaped")
+    model_dir = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("REFDECODE_BENCH_MODEL", str(Path(__file__).resolve().parents[3] / "models" / "gpt2-124m-shaped"))
     t0 = time.perf_counter()
     lm = engine.load(model_dir)
     load_s = time.perf_counter() - t0

@@ -2,10 +2,10 @@
 // prompt, 64 new tokens (no eos: every one of the 64 is generated), 1 warm-up + 5 timed runs, one thread
 // (getLlama maxThreads 1 + context threads 1). Prints ONE JSON line with the medians. beam4_tok_s is null:
 // node-llama-cpp / llama.cpp have no beam search.
-// Usage: node bench.mjs [MODEL_DIR]   (default /work/main/models/gpt2-124m-shaped, or $REFDECODE_BENCH_MODEL)
+// Usage: node bench.mjs [MODEL_DIR]   (default the checkout's models/gpt2-124m-shaped, or $REFDECODE_BENCH_MODEL)
 import { greedyRow, llama, loadModel, VERSION } from "./engine.mjs";
 
-const modelDir = process.argv[2] ?? process.env.REFDECODE_BENCH_MODEL ?? "/work/main/models/gpt2-124m-shaped";
+const modelDir = process.argv[2] ?? process.env.REFDECODE_BENCH_MODEL ?? new URL("../../../models/gpt2-124m-shaped", import.meta.url).pathname;
 const PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931];
 const NEW = 64;
 await llama({ maxThreads: 1 });

@@ -29,7 +29,7 @@ fi
 
 # 3. a Python with torch 2.13.0 (CPU wheel) + transformers 4.38.2 for the converter.
 convert_py=""
-shared=(/work/main/.venv-oracle/bin/python)
+shared=("$here/../../../.venv-oracle/bin/python")
 [ "${REFDECODE_NO_SHARED_VENV:-}" = 1 ] && shared=()   # to try the fresh-machine path here
 for candidate in "${REFDECODE_ORACLE_PYTHON:-}" "${shared[@]}"; do
   if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" -c "import torch, transformers, yaml, tqdm, numpy" 2>/dev/null; then

@@ -22,7 +22,7 @@ oracle="${REFDECODE_ORACLE_VENV:-}"
 if [ "${REFDECODE_NO_ORACLE:-}" = 1 ]; then
   oracle=""   # a fresh machine's path, on purpose
 elif [ -z "$oracle" ]; then
-  for cand in "$here/../../../.venv-oracle" /work/main/.venv-oracle; do
+  for cand in "$here/../../../.venv-oracle"; do
     [ -x "$cand/bin/python" ] && { oracle="$(cd "$cand" && pwd)"; break; }
   done
 fi

@@ -30,7 +30,7 @@ NEW = 64
 
 
 def default_model() -> Path:
-    for cand in (HERE.parents[2] / "models" / "gpt2-124m-shaped", Path("/work/main/models/gpt2-124m-shaped")):
+    for cand in (HERE.parents[2] / "models" / "gpt2-124m-shaped",):
         if (cand / "model.safetensors").is_file():
             return cand
     raise SystemExit("no models/gpt2-124m-shaped: make it with tools/engines/make_gpt2_124m_shaped.py or pass --model")

@@ -23,7 +23,7 @@ NEW = 64
 
 
 def default_model() -> Path:
-    for p in (ROOT / "models" / "gpt2-124m-shaped", Path("/work/main/models/gpt2-124m-shaped")):
+    for p in (ROOT / "models" / "gpt2-124m-shaped",):
         if (p / "model.safetensors").exists():
             return p
     raise SystemExit("no models/gpt2-124m-shaped: run tools/engines/make_gpt2_124m_shaped.py")

@@ -18,7 +18,7 @@ const PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931];
 const NEW = 64;
 
 function defaultModel() {
-  for (const cand of [path.join(HERE, "..", "..", "..", "models", "gpt2-124m-shaped"), "/work/main/models/gpt2-124m-shaped"]) {
+  for (const cand of [path.join(HERE, "..", "..", "..", "models", "gpt2-124m-shaped")] ) {
     if (existsSync(path.join(cand, "model.safetensors"))) return path.resolve(cand);
   }
   throw new Error("no models/gpt2-124m-shaped: make it with tools/engines/make_gpt2_124m_shaped.py or pass --model");
