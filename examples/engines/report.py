@@ -170,6 +170,7 @@ def write_markdown(report: dict) -> str:
         "[[1, 2, 0, 0, 0], [3, 3, 3, 3, 3]]",
         ">>> decode_as(\"transformers-js\", model, ids, None, config)[\"sequences\"].tolist()",
         "[[1, 2, 0, 3, 3], [3, 3, 3, 3, 3]]",
+        "",
         "```",
         "",
         "## Results: engine x case group (pass / differ / unsupported)",

@@ -65,6 +65,7 @@ class StreamerTester(unittest.TestCase):
 
     def test_iterator_streamer_timeout(self):
         tokenizer, model, input_ids = tiny_model_and_prompt()
+        model = _SlowModel(model._model)  # port: the scenario needs steps slower than 1 ms (hub models are; ours can be)
         streamer = TextIteratorStreamer(tokenizer, timeout=0.001)
         kwargs = {"input_ids": input_ids, "max_new_tokens": 10, "do_sample": False, "streamer": streamer}
         thread = Thread(target=model.generate, kwargs=kwargs)
@@ -74,3 +75,26 @@ class StreamerTester(unittest.TestCase):
             for _ in streamer:
                 pass
         thread.join()
+
+
+class _SlowModel:
+    """The model, 20 ms slower per call: the timeout scenario waits on a step, which must outlast 1 ms whatever
+    the machine (transformers' test runs a hub model, which does on a CPU; refdecode's tiny GPT-2 may not)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, *args, **kwargs):
+        import time
+
+        time.sleep(0.02)
+        return self.model(*args, **kwargs)
+
+    def generate(self, *args, **kwargs):
+        import refdecode
+
+        return refdecode.generate(self, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
