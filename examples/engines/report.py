@@ -202,9 +202,14 @@ def write_markdown(report: dict) -> str:
             lines.append(f"* **{e['engine']}** `{c}`: {', '.join(ids[:8])}{more}")
     lines += ["", "## Speed (GPT-2-124M-shaped, 8-token prompt, 64 new tokens, batch 1, median of 5)", ""]
     if report["bench"]:
-        lines += ["| engine | version | greedy tok/s | beam-4 tok/s |", "|---|---|---|---|"]
+        lines += ["| engine | version | greedy tok/s | beam-4 tok/s | note |", "|---|---|---|---|---|"]
         for b in report["bench"]:
-            lines.append(f"| {b.get('engine')} | {b.get('version')} | {b.get('greedy_tok_s')} | {b.get('beam4_tok_s')} |")
+            beam = "-" if b.get("beam4_tok_s") is None else b["beam4_tok_s"]
+            lines.append(f"| {b.get('engine')} | {b.get('version')} | {b.get('greedy_tok_s')} | {beam} | "
+                         f"{b.get('note', '')} |")
+        lines += ["", "Each engine single-threaded, its own bench script (`examples/engines/<engine>/bench.*`); "
+                  "refdecode: `generate` (its NumPy fast path) with OPENBLAS_NUM_THREADS=1. One run each, "
+                  "on a shared 2-core machine: read the ratios, not the third digit."]
     else:
         lines.append("Not measured in this run (`run_all.sh` measures it); each engine's FINDINGS.md gives the "
                      "figures its helper measured.")

@@ -52,7 +52,9 @@ def main(site_dir: str) -> int:
     index = (site / "index.html").as_uri()
     dom = dump_dom(browser, index)
     links = internal_links(dom, index, site)
-    pages = [u for u in links if not re.search(r"/assets/", u)]
+    files = [u for u in links if re.search(r"/assets/|\.(svg|json|png|woff2?|txt)$", u)]  # not pages: must exist
+    missing = [u for u in files if not Path(url2pathname(urlparse(u).path)).is_file()]
+    pages = [u for u in links if u not in files]
     if len(pages) < 5:
         print(f"FAIL: index.html shows {len(pages)} links into the site (is {site} a built site?)")
         return 1
@@ -63,7 +65,11 @@ def main(site_dir: str) -> int:
             bad.append(url)
     for url in bad:
         print(f"FAIL: {url} does not open as a docs page from disk (directory listing or missing)")
-    print(f"{len(pages) - len(bad)} of {len(pages)} pages linked from index.html open from file:// in Chromium")
+    for url in missing:
+        print(f"FAIL: {url} (a picture or data file linked from the index) is missing")
+    bad += missing
+    print(f"{len(pages) + len(files) - len(bad)} of {len(pages) + len(files)} links from index.html ({len(pages)} pages, "
+          f"{len(files)} pictures and data files) open from file:// in Chromium")
     return 1 if bad else 0
 
 
