@@ -106,7 +106,6 @@ class GPT2Config:
         for name, value in values.items():
             object.__setattr__(self, name, value)  # frozen: normalised once, here
 
-
     def n_params(self) -> int:
         """Number of float32 weights the checkpoint must hold (biases and LayerNorms included).
 
