@@ -1,7 +1,7 @@
 """Stage 2: token ids -> next-token logits float32 (B, T, V), through a KV cache.
 
 - ``config.py``: :class:`~refdecode.model.config.GPT2Config` (config.json);
-- ``checkpoint.py``: model.safetensors in Hugging Face's layout -> float32 arrays (checked, no pickle);
+- ``checkpoint.py``: model.safetensors in Hugging Face's layout -> float32 arrays (checked; safetensors holds data only, no code runs on load);
 - ``gpt2.py``: the readable forward pass, pure functions (picoGPT-style);
 - ``kv_cache.py``: :class:`~refdecode.model.kv_cache.KVCache`, keys/values per layer (grow, reorder, crop);
 - ``modeling.py``: :class:`~refdecode.model.modeling.GPT2`, the object a decode loop calls;

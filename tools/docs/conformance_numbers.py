@@ -6,7 +6,7 @@ refdecode (as ``serve`` does) and with each plant of refdecode/reference/conform
 answers as ``check`` does, and prints the transcript's counts and the plant table's rows in markdown. Run it
 after adding case types or plants and paste what changed into docs/conformance.md::
 
-    .venv/bin/python tools/docs/conformance_numbers.py            # about 10 minutes on 2 cores
+    .venv/bin/python tools/docs/conformance_numbers.py            # about 10 minutes on 2 cores shared with other jobs
 
 tests/reference/conformance/test_docs_numbers.py checks the total and the number of types on every test run.
 """
