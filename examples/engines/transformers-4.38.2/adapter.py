@@ -1,5 +1,9 @@
 r"""The control engine: transformers 4.38.2 itself, answering `refdecode conformance check` decode requests.
 
+The same file answers for transformers 5.x (examples/engines/transformers-5/run starts it in 5.x's env); the three
+places 5.x differs are marked ``FIVE``: ``from_pretrained(dtype=)``, group beam search no longer in the library
+(Unsupported), beam_indices as wide as the generated steps (padded with -1 to 4.38.2's width).
+
 refdecode's expected values are transformers 4.38.2's, so this adapter must pass every case it can express: it
 proves the protocol, the harness and the case export, before any foreign engine is blamed for a difference.
 
@@ -36,6 +40,9 @@ torch.manual_seed(0)
 transformers.logging.set_verbosity_error()
 
 MAX_SCORE_VALUES = int(os.environ.get("REFDECODE_ENGINE_MAX_SCORES", 2_000_000))
+#: transformers 5.x (examples/engines/transformers-5/run runs this file in its own env) renamed ``torch_dtype``
+FIVE = int(transformers.__version__.split(".")[0]) >= 5
+DTYPE = {"dtype" if FIVE else "torch_dtype": torch.float32}
 _MODELS: dict[str, GPT2LMHeadModel] = {}
 
 
@@ -44,7 +51,7 @@ def _model(spec: dict) -> GPT2LMHeadModel:
         raise Unsupported(f"model kind {spec.get('kind')!r}: this engine runs Hugging Face GPT-2 folders only")
     path = str(spec["path"])
     if path not in _MODELS:
-        model = GPT2LMHeadModel.from_pretrained(path, torch_dtype=torch.float32)
+        model = GPT2LMHeadModel.from_pretrained(path, **DTYPE)
         model.eval()
         _MODELS[path] = model
     return _MODELS[path]
@@ -59,6 +66,9 @@ def answer(request: dict) -> dict:
         raise Unsupported("sampling: generate() draws with torch's generator; no option to take the case's uniforms")
     if kind.endswith(("_assisted_greedy", "_prompt_lookup_greedy", "_contrastive_search")):
         raise Unsupported(f"{kind}: not a plain decode (this adapter answers greedy and beam decodes)")
+    if FIVE and int(config.get("num_beam_groups", 1)) > 1:
+        raise Unsupported("num_beam_groups > 1: transformers 5.x moved group beam search to the Hub repository "
+                          "transformers-community/group-beam-search (custom_generate + trust_remote_code; no network)")
     model = _model(inp["model"])
     ids = torch.tensor(inp["input_ids"], dtype=torch.long)
     mask = torch.tensor(inp["attention_mask"], dtype=torch.long)
@@ -74,7 +84,10 @@ def answer(request: dict) -> dict:
         result["scores"] = [s.to(torch.float32).tolist() for s in out.scores]
     if gen.num_beams > 1:
         result["sequences_scores"] = out.sequences_scores.to(torch.float32).tolist()
-        result["beam_indices"] = out.beam_indices.tolist()
+        # 5.x returns beam_indices (N, generated steps), 4.38.2 (N, sequences width) with -1 after each row's
+        # steps: pad to the suite's width with -1 (a format conversion, no value is made up; 4.38.2's: unchanged)
+        width = out.sequences.shape[1]
+        result["beam_indices"] = [row + [-1] * (width - len(row)) for row in out.beam_indices.tolist()]
     return result
 
 

@@ -3,6 +3,9 @@ r"""Time transformers 4.38.2 (the control) on the GPT-2-124M-shaped checkpoint: 
 timed runs each; prints one JSON line with the medians in new tokens per second. torch.set_num_threads(1).
 
     examples/engines/transformers-4.38.2/env/bin/python examples/engines/transformers-4.38.2/bench.py [--model DIR]
+
+transformers 5.x runs the same file in its env (examples/engines/transformers-5/bench.py); 5.x renamed
+``torch_dtype`` to ``dtype``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
-    model = GPT2LMHeadModel.from_pretrained(str(args.model or default_model()), torch_dtype=torch.float32).eval()
+    dtype = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    model = GPT2LMHeadModel.from_pretrained(str(args.model or default_model()), **{dtype: torch.float32}).eval()
     ids = torch.tensor([PROMPT])
     mask = torch.ones_like(ids)
     out = {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__, "threads": 1}

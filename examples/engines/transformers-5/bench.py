@@ -1,60 +1,10 @@
-r"""Time transformers 5.x (5.24.0) on the GPT-2-124M-shaped checkpoint: greedy and beam-4, batch 1, a fixed
-8-token prompt, 64 new tokens (min_new_tokens=64 = max_new_tokens, so eos never ends a row early), 1 warm-up + 5
-timed runs each; prints one JSON line with the medians in new tokens per second. torch.set_num_threads(1).
+"""Time transformers 5.x on the GPT-2-124M-shaped checkpoint: the control's bench
+(examples/engines/transformers-4.38.2/bench.py) in 5.x's env, with its options.
 
     examples/engines/transformers-5/env/bin/python examples/engines/transformers-5/bench.py [--model DIR]
 """
 
-from __future__ import annotations
-
-import argparse
-import json
-import statistics
-import time
+import runpy
 from pathlib import Path
 
-import torch
-import transformers
-from transformers import GenerationConfig, GPT2LMHeadModel
-
-ROOT = Path(__file__).resolve().parents[3]
-PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]  # "The quick brown fox jumps over the lazy"
-NEW = 64
-
-
-def default_model() -> Path:
-    for p in (ROOT / "models" / "gpt2-124m-shaped",):
-        if (p / "model.safetensors").exists():
-            return p
-    raise SystemExit("no models/gpt2-124m-shaped: run tools/engines/make_gpt2_124m_shaped.py")
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    transformers.logging.set_verbosity_error()
-    model = GPT2LMHeadModel.from_pretrained(str(args.model or default_model()), dtype=torch.float32).eval()
-    ids = torch.tensor([PROMPT])
-    mask = torch.ones_like(ids)
-    out = {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__, "threads": 1}
-    for name, beams in (("greedy", 1), ("beam4", 4)):
-        gen = GenerationConfig(max_new_tokens=NEW, min_new_tokens=NEW, num_beams=beams, do_sample=False,
-                               eos_token_id=50256, pad_token_id=50256)
-        times = []
-        for run in range(1 + args.runs):
-            t0 = time.perf_counter()
-            with torch.no_grad():
-                seq = model.generate(ids, attention_mask=mask, generation_config=gen)
-            dt = time.perf_counter() - t0
-            assert seq.shape[1] == len(PROMPT) + NEW, seq.shape
-            if run:
-                times.append(dt)
-        out[f"{name}_tok_s"] = round(NEW / statistics.median(times), 2)
-    print(json.dumps(out))
-
-
-if __name__ == "__main__":
-    main()
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "transformers-4.38.2" / "bench.py"), run_name="__main__")
