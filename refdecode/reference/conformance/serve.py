@@ -28,6 +28,7 @@ import math
 import sys
 from typing import IO, Any
 
+from .cases_decode import model_for
 from .export import dumps
 from ..schema import validate
 from .kinds import to_json
@@ -92,7 +93,6 @@ def _parse(line: str) -> tuple[Any, dict]:
 #: Decode types an engine profile answers (sequences, and sequences_scores for beams).
 PROFILE_TYPES = ("engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search",
                  "gpt2_greedy")
-_LOGITS: dict[str, Any] = {}   # model path -> NextTokenLogits (the memo of real-token prefixes)
 
 
 def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
@@ -103,12 +103,10 @@ def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
     if request["type"] not in PROFILE_TYPES:
         return {"unsupported": f"{request['type']}: an engine profile gives sequences (and beam scores) of greedy "
                                "and beam decodes only"}
-    path = str(inp["model"]["path"])
-    if path not in _LOGITS:
-        from ...model.modeling import GPT2
-
-        _LOGITS[path] = NextTokenLogits(GPT2.from_pretrained(path))
-    return {"output": decode_as(profile, _LOGITS[path], inp["input_ids"], inp["attention_mask"], inp["config"])}
+    # the model as the suite's other decodes load it (at most 8 kept); the logits memo lives for one request only:
+    # kept across requests it would hold a (V,) row per prefix ever seen (gigabytes over a suite)
+    logits = NextTokenLogits(model_for(inp["model"], inp["config"]))
+    return {"output": decode_as(profile, logits, inp["input_ids"], inp["attention_mask"], inp["config"])}
 
 
 def answer(line: str, profile: str | None = None) -> str:
