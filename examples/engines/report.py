@@ -101,18 +101,19 @@ def refdecode_bench() -> dict:
     """refdecode's generate on the 124M-shaped checkpoint: 8-token prompt, 64 new tokens, 1 warm-up + 5 runs."""
     from refdecode import generate
 
-    model = GPT2.from_pretrained(ROOT / "models" / "gpt2-124m-shaped")
-    ids = np.array([[464, 2068, 7586, 21831, 18045, 625, 262, 16931]], dtype=np.int64)
+    spec = json.loads((HERE / "common" / "bench.json").read_text())  # the engines' benches time the same
+    model = GPT2.from_pretrained(ROOT / spec["model"])
+    ids = np.array([spec["prompt"]], dtype=np.int64)
     out = {"engine": "refdecode", "version": __import__("refdecode").__version__}
     for name, beams in (("greedy_tok_s", 1), ("beam4_tok_s", 4)):
         times = []
         for i in range(6):
             t0 = time.perf_counter()
-            generate(model, ids, max_new_tokens=64, min_new_tokens=64, num_beams=beams, eos_token_id=50256,
+            generate(model, ids, max_new_tokens=spec["new_tokens"], min_new_tokens=spec["new_tokens"], num_beams=beams, eos_token_id=50256,
                      pad_token_id=50256)
             if i:
                 times.append(time.perf_counter() - t0)
-        out[name] = round(64 / statistics.median(times), 2)
+        out[name] = round(spec["new_tokens"] / statistics.median(times), 2)
     return out
 
 

@@ -20,12 +20,12 @@ import engine  # sets KERAS_BACKEND=torch and the thread count first
 import keras_hub
 import numpy as np
 
-PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]
-NEW = 64
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from bench_common import NEW, PROMPT, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
 
 
 def main() -> int:
-    model_dir = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("REFDECODE_BENCH_MODEL", str(Path(__file__).resolve().parents[3] / "models" / "gpt2-124m-shaped"))
+    model_dir = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("REFDECODE_BENCH_MODEL") or str(default_model())
     t0 = time.perf_counter()
     lm = engine.load(model_dir)
     load_s = time.perf_counter() - t0

@@ -3,11 +3,14 @@
 // (getLlama maxThreads 1 + context threads 1). Prints ONE JSON line with the medians. beam4_tok_s is null:
 // node-llama-cpp / llama.cpp have no beam search.
 // Usage: node bench.mjs [MODEL_DIR]   (default the checkout's models/gpt2-124m-shaped, or $REFDECODE_BENCH_MODEL)
+import { readFileSync } from "node:fs";
 import { greedyRow, llama, loadModel, VERSION } from "./engine.mjs";
 
-const modelDir = process.argv[2] ?? process.env.REFDECODE_BENCH_MODEL ?? new URL("../../../models/gpt2-124m-shaped", import.meta.url).pathname;
-const PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931];
-const NEW = 64;
+// one prompt, length and checkpoint for every engine's bench: ../common/bench.json
+const SPEC = JSON.parse(readFileSync(new URL("../common/bench.json", import.meta.url), "utf8"));
+const modelDir = process.argv[2] ?? process.env.REFDECODE_BENCH_MODEL ?? new URL(`../../../${SPEC.model}`, import.meta.url).pathname;
+const PROMPT = SPEC.prompt;
+const NEW = SPEC.new_tokens;
 await llama({ maxThreads: 1 });
 const t0 = performance.now();
 const loaded = await loadModel(modelDir, { threads: 1 });

@@ -25,15 +25,10 @@ import numpy as np  # noqa: E402
 
 import adapter  # noqa: E402
 
-PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]  # 8 fixed token ids
-NEW = 64
+sys.path.insert(0, str(HERE.parent / "common"))
+from bench_common import NEW, PROMPT, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
 
 
-def default_model() -> Path:
-    for cand in (HERE.parents[2] / "models" / "gpt2-124m-shaped",):
-        if (cand / "model.safetensors").is_file():
-            return cand
-    raise SystemExit("no models/gpt2-124m-shaped: make it with tools/engines/make_gpt2_124m_shaped.py or pass --model")
 
 
 def one_run(model, num_beams: int) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -20,16 +21,10 @@ import torch
 import transformers
 from transformers import GenerationConfig, GPT2LMHeadModel
 
-ROOT = Path(__file__).resolve().parents[3]
-PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931]  # "The quick brown fox jumps over the lazy"
-NEW = 64
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from bench_common import NEW, PROMPT, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
 
 
-def default_model() -> Path:
-    for p in (ROOT / "models" / "gpt2-124m-shaped",):
-        if (p / "model.safetensors").exists():
-            return p
-    raise SystemExit("no models/gpt2-124m-shaped: run tools/engines/make_gpt2_124m_shaped.py")
 
 
 def main() -> None:

@@ -7,18 +7,20 @@
 // Single-threaded: onnxruntime-node session with intraOpNumThreads = interOpNumThreads = 1 (adapter.mjs).
 // num_beams = 4 is passed as the adapter passes it; generate() ignores it (one row per prompt, the top-1 token:
 // modeling_utils.js:1008-1018), so "beam4_tok_s" times greedy decoding: the JSON line says so in "note".
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { ENGINE, VERSION, converted, generate, modelFor } from "./adapter.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const PROMPT = [464, 2068, 7586, 21831, 18045, 625, 262, 16931];
-const NEW = 64;
+// one prompt, length and checkpoint for every engine's bench: ../common/bench.json
+const SPEC = JSON.parse(readFileSync(path.join(HERE, "..", "common", "bench.json"), "utf8"));
+const PROMPT = SPEC.prompt;
+const NEW = SPEC.new_tokens;
 
 function defaultModel() {
-  for (const cand of [path.join(HERE, "..", "..", "..", "models", "gpt2-124m-shaped")] ) {
+  for (const cand of [path.join(HERE, "..", "..", "..", SPEC.model)]) {
     if (existsSync(path.join(cand, "model.safetensors"))) return path.resolve(cand);
   }
   throw new Error("no models/gpt2-124m-shaped: make it with tools/engines/make_gpt2_124m_shaped.py or pass --model");

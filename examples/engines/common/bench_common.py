@@ -1,0 +1,22 @@
+"""What every engine's bench times, in one place (examples/engines/common/bench.json): the prompt (8 token ids), the
+number of new tokens and the checkpoint (GPT-2 124M's shape, made by tools/engines/make_gpt2_124m_shaped.py).
+Standard library only: each bench imports it in its engine's own environment; the JavaScript benches read the
+same JSON file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SPEC = json.loads((Path(__file__).resolve().parent / "bench.json").read_text())
+ROOT = Path(__file__).resolve().parents[3]
+PROMPT: list[int] = SPEC["prompt"]
+NEW: int = SPEC["new_tokens"]
+
+
+def default_model() -> Path:
+    """The checkout's models/gpt2-124m-shaped, or an exit saying how to make it."""
+    path = ROOT / SPEC["model"]
+    if not (path / "model.safetensors").exists():
+        raise SystemExit(f"no {path}: make it with tools/engines/make_gpt2_124m_shaped.py")
+    return path
