@@ -6,7 +6,7 @@ r"""Write docs/engines.md and examples/engines/report.json from the engines' rec
 Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
 and for every engine and case group counts pass (the engine's sequences equal transformers 4.38.2's) / differ /
 unsupported; runs refdecode's profile of the engine (``refdecode.reference.engines.decode_as``) on every answered
-case (reproduced = token for token); for each differing case, finds the smallest set of the profile's switches that
+case (reproduced = token for token); for each differing case, finds a minimal set of the profile's switches that
 turns 4.38.2's rules into the engine's answer (its cause; ``--no-attribute`` skips this); adds the speed table
 (each bench script's JSON line from ``--bench``, and refdecode's own with ``--refdecode-bench``) and each engine's
 causes as its FINDINGS.md states them (both rules with sources, a reproducer each). Runs in refdecode's venv.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import itertools
 import json
 import re
 import statistics
@@ -57,14 +56,32 @@ def run(profile: EngineRules | str, r: dict) -> list | None:
 
 
 def cause(engine: str, r: dict, target: list) -> list[str]:
-    """The smallest sets (size 1, then 2) of the engine's switches over 4.38.2's rules giving ``target``."""
+    """A minimal set of the engine's switches that, over 4.38.2's rules, gives ``target``: one switch alone if
+    one does (every such switch is listed), else the whole profile with switches dropped one at a time while the
+    answer stays the engine's (at most 2n + 1 decodes for n switches, instead of all pairs)."""
     switches = switches_of(PROFILES[engine])
-    for size in (1, 2):
-        found = ["+".join(c) for c in itertools.combinations(switches, size)
-                 if run(replace(EngineRules(), **{s: switches[s] for s in c}), r) == target]
-        if found:
-            return found
-    return ["all of " + "+".join(switches)] if run(engine, r) == target else ["(not reproduced)"]
+    alone = [s for s in switches if run(replace(EngineRules(), **{s: switches[s]}), r) == target]
+    if alone:
+        return alone
+    if run(engine, r) != target:
+        return ["(not reproduced)"]
+    kept = dict(switches)
+    for s in switches:
+        trial = {k: v for k, v in kept.items() if k != s}
+        if run(replace(EngineRules(), **trial), r) == target:
+            kept = trial
+    return ["+".join(kept)]
+
+
+def departure(got: list, expected: list) -> dict:
+    """Where the engine's sequences first leave 4.38.2's: the row and the position (a token index of the row)."""
+    if len(got) != len(expected):
+        return {"row": min(len(got), len(expected)), "position": None, "what": "number of rows"}
+    for row, (a, b) in enumerate(zip(got, expected)):
+        if a != b:
+            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            return {"row": row, "position": at, "what": "token" if at < min(len(a), len(b)) else "length"}
+    return {}
 
 
 def summarise(engine: str, attribute: bool) -> dict:
@@ -72,6 +89,7 @@ def summarise(engine: str, attribute: bool) -> dict:
     records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     groups: dict[str, dict] = {}
     causes: dict[str, list[str]] = {}
+    cases: list[dict] = []
     reproduced = differing = reproduced_differing = answered = 0
     for r in records:
         g = groups.setdefault(r["type"], {"pass": 0, "differ": 0, "unsupported": 0})
@@ -89,11 +107,14 @@ def summarise(engine: str, attribute: bool) -> dict:
         g["differ"] += 1
         differing += 1
         reproduced_differing += same
-        if attribute:
-            for c in cause(engine, r, got)[:1]:
-                causes.setdefault(c, []).append(r["id"])
+        found = cause(engine, r, got)[0] if attribute else None
+        if found:
+            causes.setdefault(found, []).append(r["id"])
+        cases.append({"id": r["id"], "type": r["type"], "cause": found, "reproduced": same,
+                      "departs": departure(got, r["expected"]["sequences"])})
     return {"engine": engine, "groups": groups, "answered": answered, "reproduced": reproduced,
             "differing": differing, "reproduced_differing": reproduced_differing, "causes": causes,
+            "differing_cases": cases,
             "switches": {k: v for k, v in switches_of(PROFILES[engine]).items()}}
 
 
@@ -142,7 +163,9 @@ def write_markdown(report: dict) -> str:
         report["provenance"],
         "",
         "Each engine runs through its adapter (`examples/engines/<engine>/run`, the conformance protocol) on the "
-        "suite's `engines` group (the shipped tiny-shakespeare model, eos 198 \"\\n\"), `gpt2_greedy` and "
+        "suite's `engines` group (the shipped tiny-shakespeare model, eos 198 \"\\n\"), its `engines_124m` group "
+        "(the same decodes on the shipped model widened to GPT-2 124M's shape: 12 layers, 768 wide; "
+        "`tools/engines/make_gpt2_124m_shaped.py`), `gpt2_greedy` and "
         "`gpt2_beam_search` (refdecode's golden GPT-2 cases; beams sent as `engines_beam_search`, since no engine "
         "returns per-step `beam_indices`). *pass*: the engine's sequences equal 4.38.2's; *differ*: they do not; "
         "*unsupported*: the engine has no way to take the case (sampling without given draws, an option it lacks).",
@@ -194,9 +217,11 @@ def write_markdown(report: dict) -> str:
         lines.append(f"| {e['engine']} | {sw} | {e['answered']} | {e['reproduced']} | {e['differing']} | "
                      f"{e['reproduced_differing']} |")
     lines += ["", "### Causes assigned to the differing cases", "",
-              "For each differing case, the smallest set of the engine's switches that, turned on over 4.38.2's "
-              "rules, gives the engine's answer (ties: the first found; `all of ...`: no one or two switches "
-              "suffice, the whole profile does).", ""]
+              "For each differing case, a minimal set of the engine's switches that, turned on over 4.38.2's "
+              "rules, gives the engine's answer: one switch alone when one does (the first listed when several "
+              "do), else the whole profile with switches dropped one at a time while the answer stays the "
+              "engine's. `(not reproduced)`: the whole profile does not give it. Per case, with the row and "
+              "token where the engine departs: `report.json`, `differing_cases`.", ""]
     for e in report["engines"]:
         for c, ids in sorted(e["causes"].items(), key=lambda kv: -len(kv[1])):
             more = f" ... ({len(ids)} cases)" if len(ids) > 8 else ""

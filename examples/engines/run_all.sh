@@ -25,8 +25,7 @@ for e in "${ENGINES[@]}"; do
 done
 
 # 3) the suite
-[ -f models/gpt2-124m-shaped/model.safetensors ] || \
-  "${ORACLE_PY:-examples/engines/transformers-4.38.2/env/bin/python}" tools/engines/make_gpt2_124m_shaped.py
+[ -f models/gpt2-124m-shaped/model.safetensors ] || $PY tools/engines/make_gpt2_124m_shaped.py   # NumPy, seconds
 ONLY=engines,engines_124m,gpt2_greedy,gpt2_beam_search,gpt2_group_beam_search
 rm -rf "$WORK/suite"; .venv/bin/refdecode conformance export "$WORK/suite" --only "$ONLY"
 
@@ -35,7 +34,7 @@ rm -rf "$WORK/suite"; .venv/bin/refdecode conformance export "$WORK/suite" --onl
 for e in "${ENGINES[@]}"; do
   t0=$(date +%s)
   .venv/bin/refdecode conformance check "$WORK/suite" --cmd "examples/engines/$e/run" --only "$ONLY" \
-    > "$WORK/check-$e.txt" 2>&1 || true
+    --timeout 300 > "$WORK/check-$e.txt" 2>&1 || true
   echo "$e: $(tail -n 1 "$WORK/check-$e.txt")" | tee -a "$WORK/check-summaries.txt"
   $PY examples/engines/common/record_responses.py "$WORK/suite" --cmd "examples/engines/$e/run" \
     --only engines_greedy,engines_beam_search,engines_124m_greedy,engines_124m_beam_search,gpt2_greedy,gpt2_beam_search \

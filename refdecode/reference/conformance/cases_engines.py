@@ -2,7 +2,7 @@ r"""The engines group: the decodes that inference engines expose, on real GPT-2 
 
 Contract: registers ``engines_greedy`` and ``engines_beam_search`` (group ``engines``: the shipped model,
 ``models/tiny-shakespeare``) and ``engines_124m_greedy`` / ``engines_124m_beam_search`` (group
-``engines_124m``: random weights in GPT-2 124M's shape, ``models/gpt2-124m-shaped``, made by
+``engines_124m``: the shipped model widened to GPT-2 124M's shape, ``models/gpt2-124m-shaped``, made by
 ``tools/engines/make_gpt2_124m_shaped.py``; not in the default selection, because the checkpoint is 500 MB
 and not committed). The requests are the ``gpt2_*`` decodes' (``model``, ``input_ids``, ``attention_mask``,
 ``config``); the answer is ``sequences`` (and ``sequences_scores`` for beams when the engine returns them):
@@ -130,5 +130,5 @@ def _answer(output: dict) -> dict:
 
 _register("engines_greedy", "engines", SHIPPED, False, (198,), 24, 3)
 _register("engines_beam_search", "engines", SHIPPED, True, (198,), 12, 2)
-_register("engines_124m_greedy", "engines_124m", SHAPED_124M, False, (32574,), 24, 1)
-_register("engines_124m_beam_search", "engines_124m", SHAPED_124M, True, (32574,), 12, 1)
+_register("engines_124m_greedy", "engines_124m", SHAPED_124M, False, (198,), 24, 1)
+_register("engines_124m_beam_search", "engines_124m", SHAPED_124M, True, (198,), 12, 1)

@@ -106,3 +106,49 @@ def test_the_124m_group_is_opt_in_and_names_its_script_when_missing(tmp_path):
     assert select("engines_124m") == ["engines_124m_greedy", "engines_124m_beam_search"]
     with pytest.raises(ValueError, match="make_gpt2_124m_shaped.py"):
         next(build_engine_cases(tmp_path / "gpt2-124m-shaped", True, (1,), 4, 1))
+
+
+def _widen():
+    import importlib.util
+
+    from conftest import ROOT
+    spec = importlib.util.spec_from_file_location("make_124m", ROOT / "tools" / "engines" / "make_gpt2_124m_shaped.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.widen
+
+
+def test_the_widened_checkpoint_computes_the_shipped_models_logits(tmp_path):
+    """tools/engines/make_gpt2_124m_shaped.py's construction, into a smaller target (256 wide, 8 heads of 32,
+    6 layers, 512 positions) so that the test stays small: every tensor has the target's shape, the logits are
+    the shipped model's within float32 rounding, and the layers past the shipped model's 4 add exactly zero."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    from refdecode import GPT2
+    small_config = json.loads((SHIPPED / "config.json").read_text())
+    big_config = {**small_config, "n_embd": 256, "n_head": 8, "n_layer": 6, "n_positions": 512,
+                  "torch_dtype": "float32"}
+    tensors = _widen()(load_file(SHIPPED / "model.safetensors"), small_config, big_config)
+    assert tensors["transformer.h.0.attn.c_attn.weight"].shape == (256, 768)
+    assert tensors["transformer.h.0.mlp.c_proj.weight"].shape == (1024, 256)
+    assert tensors["transformer.wpe.weight"].shape == (512, 256)
+    assert all(v.dtype == np.float32 for v in tensors.values())
+    assert not tensors["transformer.h.5.mlp.c_proj.weight"].any() and tensors["transformer.h.5.mlp.c_fc.weight"].any()
+    (tmp_path / "config.json").write_text(json.dumps(big_config))
+    save_file(tensors, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    shutil.copyfile(SHIPPED / "tokenizer.json", tmp_path / "tokenizer.json")
+    small, big = GPT2.from_pretrained(SHIPPED), GPT2.from_pretrained(tmp_path)
+    for ids in list(PROMPTS.values())[:3]:
+        x = np.array([ids], dtype=np.int64)
+        want, got = small(x).logits, big(x).logits
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, atol=1e-4, rtol=0)
+        assert (got.argmax(-1) == want.argmax(-1)).all()
+
+
+def test_widening_refuses_a_shape_it_cannot_fill():
+    config = json.loads((SHIPPED / "config.json").read_text())
+    with pytest.raises(ValueError, match="cannot widen"):
+        _widen()({}, config, {**config, "n_embd": 200})
