@@ -1,7 +1,7 @@
 r"""Write docs/engines.md and examples/engines/report.json from the engines' recorded answers (issue 23).
 
     .venv/bin/python examples/engines/report.py [--bench examples/engines/bench.jsonl] [--no-attribute]
-                                                [--run-seconds N] [--refdecode-bench]
+                                                [--run-seconds N] [--refdecode-bench] [--check-dir DIR]
 
 Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
 and for every engine and case group counts pass (the engine's sequences equal transformers 4.38.2's) / differ /
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import inspect
 import json
 import re
 import statistics
@@ -27,6 +28,7 @@ import numpy as np
 
 from refdecode import GPT2
 from refdecode.reference.engines import PROFILES, EngineRules, NextTokenLogits, decode_as, switches_of
+from refdecode.reference.conformance.cases_decode import full_config
 from refdecode.reference.engines.beam import NotSimulated
 
 HERE = Path(__file__).resolve().parent
@@ -84,7 +86,18 @@ def departure(got: list, expected: list) -> dict:
     return {}
 
 
-def summarise(engine: str, attribute: bool) -> dict:
+def check_verdicts(check_dir: Path | None, engine: str) -> dict[str, str]:
+    """Case id -> what `refdecode conformance check` said of it (its FAIL / NEAR-TIE line: where the decode
+    departs, and whether refdecode's margin there makes it a near-tie), from run_all.sh's check-<engine>.txt."""
+    path = check_dir / f"check-{engine}.txt" if check_dir else None
+    if not path or not path.exists():
+        return {}
+    found = (re.match(r"(FAIL|NEAR-TIE) (\S+) \(.*?\): (.*)$", line) for line in path.read_text().splitlines())
+    return {m.group(2): f"{m.group(1)}: {m.group(3)}" for m in found if m}
+
+
+def summarise(engine: str, attribute: bool, check_dir: Path | None = None) -> dict:
+    verdicts = check_verdicts(check_dir, engine)
     path = HERE / engine / "responses.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     groups: dict[str, dict] = {}
@@ -111,11 +124,33 @@ def summarise(engine: str, attribute: bool) -> dict:
         if found:
             causes.setdefault(found, []).append(r["id"])
         cases.append({"id": r["id"], "type": r["type"], "cause": found, "reproduced": same,
-                      "departs": departure(got, r["expected"]["sequences"])})
+                      "departs": departure(got, r["expected"]["sequences"]), "check": verdicts.get(r["id"])})
+    by_id = {r["id"]: r for r in records}
+    reproducers = {c: reproducer(engine, min((by_id[i] for i in ids), key=_size)) for c, ids in causes.items()}
     return {"engine": engine, "groups": groups, "answered": answered, "reproduced": reproduced,
             "differing": differing, "reproduced_differing": reproduced_differing, "causes": causes,
-            "differing_cases": cases,
+            "reproducers": reproducers, "differing_cases": cases,
             "switches": {k: v for k, v in switches_of(PROFILES[engine]).items()}}
+
+
+def _size(r: dict) -> tuple:
+    """Smaller reproducers first: fewer prompt tokens, fewer rows, fewer new tokens, fewer beams."""
+    c = r["config"]
+    return (sum(map(sum, r["attention_mask"])), len(r["input_ids"]), c["max_new_tokens"], c["num_beams"], r["id"])
+
+
+def reproducer(engine: str, r: dict) -> dict:
+    """A cause's smallest case, as a user would type it: the model, the prompt ids, the options that are not
+    generate()'s defaults, and both answers on the row where they part (generated tokens only)."""
+    defaults = full_config(eos_token_id=r["config"]["eos_token_id"])
+    got, want = r["response"]["output"]["sequences"], r["expected"]["sequences"]
+    where = departure(got, want)
+    row = where.get("row", 0)
+    width = len(r["input_ids"][0])
+    return {"case": r["id"], "model": str(model_dir(r["model"]).relative_to(ROOT)), "input_ids": r["input_ids"], "attention_mask": r["attention_mask"],
+            "options": {k: v for k, v in r["config"].items() if v != defaults.get(k) or k == "eos_token_id"},
+            "row": row, "transformers-4.38.2": want[row][width:] if row < len(want) else None,
+            engine: got[row][width:] if row < len(got) else None}
 
 
 def refdecode_bench() -> dict:
@@ -151,6 +186,12 @@ def findings_causes(engine: str) -> str:
         if keep:
             out.append(re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", line))
     return "\n".join(out).strip()
+
+
+def _switch_text() -> list[str]:
+    """EngineRules' docstring from its first section on (the switches, with their sources)."""
+    doc = inspect.getdoc(EngineRules) or ""
+    return doc[doc.index("Processors"):].splitlines() if "Processors" in doc else doc.splitlines()
 
 
 def write_markdown(report: dict) -> str:
@@ -216,6 +257,14 @@ def write_markdown(report: dict) -> str:
         sw = ", ".join(f"`{k}={v}`" for k, v in e["switches"].items()) or "(none: the control)"
         lines.append(f"| {e['engine']} | {sw} | {e['answered']} | {e['reproduced']} | {e['differing']} | "
                      f"{e['reproduced_differing']} |")
+    judged = [(e["engine"], [c["check"] for c in e["differing_cases"] if c.get("check")]) for e in report["engines"]]
+    if any(v for _, v in judged):
+        lines += ["", "`refdecode conformance check`'s verdict on the differing cases it judged (the step where the "
+                  "engine departs, and refdecode's smallest margin up to there: below 1e-4 a near-tie, a rounding "
+                  "difference; above, a rule): "
+                  + "; ".join(f"{name} {sum('(not a near-tie)' in v for v in vs)} not a near-tie, "
+                              f"{sum(v.startswith('NEAR-TIE') or '(near-tie)' in v for v in vs)} near-tie"
+                              for name, vs in judged if vs) + "."]
     lines += ["", "### Causes assigned to the differing cases", "",
               "For each differing case, a minimal set of the engine's switches that, turned on over 4.38.2's "
               "rules, gives the engine's answer: one switch alone when one does (the first listed when several "
@@ -226,6 +275,16 @@ def write_markdown(report: dict) -> str:
         for c, ids in sorted(e["causes"].items(), key=lambda kv: -len(kv[1])):
             more = f" ... ({len(ids)} cases)" if len(ids) > 8 else ""
             lines.append(f"* **{e['engine']}** `{c}`: {', '.join(ids[:8])}{more}")
+            rep = e["reproducers"].get(c)
+            if rep:
+                lines.append(f"  reproducer {rep['case']} (model `{rep['model']}`): input_ids {rep['input_ids']}"
+                             + ("" if all(map(all, rep["attention_mask"])) else f", attention_mask {rep['attention_mask']}")
+                             + f", {json.dumps(rep['options'])}; row {rep['row']}, new tokens: transformers 4.38.2 "
+                             f"{rep['transformers-4.38.2']}, {e['engine']} {rep[e['engine']]}")
+    lines += ["", "### The switches", "",
+              "Each switch is a rule of `refdecode.reference.engines.EngineRules` "
+              "(`refdecode/reference/engines/rules.py`); its text, with the engine's source lines and 4.38.2's:", "",
+              "```text", *_switch_text(), "```"]
     lines += ["", "## Speed (GPT-2-124M-shaped, 8-token prompt, 64 new tokens, batch 1, median of 5)", ""]
     if report["bench"]:
         lines += ["| engine | version | greedy tok/s | beam-4 tok/s | note |", "|---|---|---|---|---|"]
@@ -257,10 +316,12 @@ def main() -> None:
     ap.add_argument("--bench", type=Path, default=None, help="JSON lines of the engines' bench scripts")
     ap.add_argument("--refdecode-bench", action="store_true")
     ap.add_argument("--no-attribute", action="store_true")
+    ap.add_argument("--check-dir", type=Path, default=None,
+                    help="run_all.sh's folder of check-<engine>.txt (check's verdict on each differing case)")
     ap.add_argument("--run-seconds", type=float, default=None, help="how long run_all.sh took")
     ap.add_argument("--provenance", default="The engines' answers are the committed responses.jsonl files.")
     args = ap.parse_args()
-    engines = [summarise(e, not args.no_attribute) for e in ENGINES]
+    engines = [summarise(e, not args.no_attribute, args.check_dir) for e in ENGINES]
     bench = []
     if args.bench and args.bench.exists():
         bench = [json.loads(line) for line in args.bench.read_text().splitlines() if line.strip().startswith("{")]
