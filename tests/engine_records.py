@@ -26,16 +26,17 @@ def logits_of(name: str):
 
 
 def recorded(engine: str) -> list[dict]:
-    """The engine's answered greedy / beam cases."""
+    """The engine's answered greedy / sampling / beam cases on the committed models. The engines_124m cases need
+    models/gpt2-124m-shaped (500 MB, not committed); examples/engines/report.py checks them where it exists."""
     lines = (ROOT / "examples" / "engines" / engine / "responses.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if "output" in r["response"]]
+    return [r for r in map(json.loads, lines) if "output" in r["response"] and model_dir(r["model"]).exists()]
 
 
 def decode_case(profile, record: dict) -> dict:
     from refdecode.reference.engines import decode_as
 
     return decode_as(profile, logits_of(record["model"]), record["input_ids"], record["attention_mask"],
-                     record["config"])
+                     record["config"], record.get("uniforms"))
 
 
 def differing(engine: str, limit: int | None = None) -> list[dict]:

@@ -36,7 +36,7 @@ ROOT = HERE.parents[1]
 ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
            "llama-cpp", "keras-hub"]
 GROUPS = ["engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search", "gpt2_greedy",
-          "gpt2_beam_search"]
+          "gpt2_sample", "gpt2_beam_search"]
 _LOGITS: dict[str, NextTokenLogits] = {}
 
 
@@ -52,7 +52,8 @@ def run(profile: EngineRules | str, r: dict) -> list | None:
     if name not in _LOGITS:
         _LOGITS[name] = NextTokenLogits(GPT2.from_pretrained(model_dir(name)))
     try:
-        return decode_as(profile, _LOGITS[name], r["input_ids"], r["attention_mask"], r["config"])["sequences"].tolist()
+        return decode_as(profile, _LOGITS[name], r["input_ids"], r["attention_mask"], r["config"],
+                         r.get("uniforms"))["sequences"].tolist()
     except NotSimulated:
         return None
 
@@ -194,6 +195,20 @@ def _switch_text() -> list[str]:
     return doc[doc.index("Processors"):].splitlines() if "Processors" in doc else doc.splitlines()
 
 
+def findings_sections_naming(engine: str, case_id: str) -> list[str]:
+    """The headings of the engine's FINDINGS.md sections whose text names ``case_id``."""
+    path = HERE / engine / "FINDINGS.md"
+    if not path.exists():
+        return []
+    found, heading = [], ""
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        elif case_id in line and heading not in found:
+            found.append(heading)
+    return found
+
+
 def write_markdown(report: dict) -> str:
     lines = [
         "# Engines: where real inference engines depart from transformers 4.38.2, and why",
@@ -206,10 +221,13 @@ def write_markdown(report: dict) -> str:
         "Each engine runs through its adapter (`examples/engines/<engine>/run`, the conformance protocol) on the "
         "suite's `engines` group (the shipped tiny-shakespeare model, eos 198 \"\\n\"), its `engines_124m` group "
         "(the same decodes on the shipped model widened to GPT-2 124M's shape: 12 layers, 768 wide; "
-        "`tools/engines/make_gpt2_124m_shaped.py`), `gpt2_greedy` and "
+        "`tools/engines/make_gpt2_124m_shaped.py`), `gpt2_greedy`, `gpt2_sample` and "
         "`gpt2_beam_search` (refdecode's golden GPT-2 cases; beams sent as `engines_beam_search`, since no engine "
-        "returns per-step `beam_indices`). *pass*: the engine's sequences equal 4.38.2's; *differ*: they do not; "
-        "*unsupported*: the engine has no way to take the case (sampling without given draws, an option it lacks).",
+        "returns per-step `beam_indices`). Sampling: no engine takes given draws; an adapter answers a sampling "
+        "case only where the engine exposes the distribution it samples from (node-llama-cpp's probabilities), "
+        "drawing from it with the case's uniforms, and refdecode's profile draws with the same uniforms. *pass*: "
+        "the engine's sequences equal 4.38.2's; *differ*: they do not; *unsupported*: the engine has no way to take "
+        "the case (sampling without given draws or its distribution, an option it lacks).",
         "",
         "## The idea",
         "",
@@ -265,6 +283,14 @@ def write_markdown(report: dict) -> str:
                   + "; ".join(f"{name} {sum('(not a near-tie)' in v for v in vs)} not a near-tie, "
                               f"{sum(v.startswith('NEAR-TIE') or '(near-tie)' in v for v in vs)} near-tie"
                               for name, vs in judged if vs) + "."]
+    missed = [(e["engine"], c) for e in report["engines"] for c in e["differing_cases"] if not c["reproduced"]]
+    if missed:
+        lines += ["", "Not reproduced by the profile (the engine's FINDINGS.md section that names the case says "
+                  "why, with its evidence):", ""]
+        for engine, c in missed:
+            where = ", ".join(f"\"{h}\"" for h in findings_sections_naming(engine, c["id"])) or "(none names it)"
+            lines.append(f"* **{engine}** {c['id']} (departs at row {c['departs'].get('row')}, index "
+                         f"{c['departs'].get('position')}): FINDINGS.md {where}")
     lines += ["", "### Causes assigned to the differing cases", "",
               "For each differing case, a minimal set of the engine's switches that, turned on over 4.38.2's "
               "rules, gives the engine's answer: one switch alone when one does (the first listed when several "

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything of docs/engines.md from a fresh clone, in one command (issue 23):
 #   examples/engines/run_all.sh
-# 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_beam_search +
-# gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`
+# 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_sample +
+# gpt2_beam_search + gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`
 # (summary lines kept) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
 # 5) each bench script + refdecode's own, 6) report.py (diagnosis, reproduction, docs/engines.md, report.json).
 set -euo pipefail
@@ -26,7 +26,7 @@ done
 
 # 3) the suite
 [ -f models/gpt2-124m-shaped/model.safetensors ] || $PY tools/engines/make_gpt2_124m_shaped.py   # NumPy, seconds
-ONLY=engines,engines_124m,gpt2_greedy,gpt2_beam_search,gpt2_group_beam_search
+ONLY=engines,engines_124m,gpt2_greedy,gpt2_sample,gpt2_beam_search,gpt2_group_beam_search
 rm -rf "$WORK/suite"; .venv/bin/refdecode conformance export "$WORK/suite" --only "$ONLY"
 
 # 4) check + record (one engine at a time: the machine is shared)
@@ -37,7 +37,7 @@ for e in "${ENGINES[@]}"; do
     --timeout 300 > "$WORK/check-$e.txt" 2>&1 || true
   echo "$e: $(tail -n 1 "$WORK/check-$e.txt")" | tee -a "$WORK/check-summaries.txt"
   $PY examples/engines/common/record_responses.py "$WORK/suite" --cmd "examples/engines/$e/run" \
-    --only engines_greedy,engines_beam_search,engines_124m_greedy,engines_124m_beam_search,gpt2_greedy,gpt2_beam_search \
+    --only engines_greedy,engines_beam_search,engines_124m_greedy,engines_124m_beam_search,gpt2_greedy,gpt2_sample,gpt2_beam_search \
     --rename gpt2_beam_search=engines_beam_search -o "$WORK/responses-$e.jsonl"
   $PY examples/engines/common/slim_responses.py "$WORK/responses-$e.jsonl" "examples/engines/$e/responses.jsonl"
   echo "run $e: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"

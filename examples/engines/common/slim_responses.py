@@ -4,8 +4,8 @@ r"""Keep of recorded responses (``record_responses.py``) what refdecode's engine
 
 One JSON line per case: {"id", "type", "model" (the model folder's name: ``models/<name>`` or
 ``tests/golden/models/<name>`` of a refdecode checkout), "input_ids", "attention_mask", "config", "expected"
-(4.38.2's sequences), "response" (the engine's sequences and sequences_scores, or its "unsupported" / "error")}.
-Sampling cases are left out (the profiles decode greedy and beam search only).
+(4.38.2's sequences), "response" (the engine's sequences and sequences_scores, or its "unsupported" / "error")},
+and for sampling cases their "uniforms" (the draws the profiles replay).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 def slim(record: dict) -> dict | None:
     inp = record["input"]
-    if inp["config"].get("do_sample") or inp.get("model", {}).get("kind") != "gpt2":
+    if inp.get("model", {}).get("kind") != "gpt2" or (inp["config"].get("do_sample") and "uniforms" not in inp):
         return None
     response = record["response"]
     if "output" in response:
@@ -27,6 +27,7 @@ def slim(record: dict) -> dict | None:
         response = {k: v for k, v in response.items() if k in ("unsupported", "error")}
     return {"id": record["id"], "type": record["type"], "model": Path(inp["model"]["path"]).name,
             "input_ids": inp["input_ids"], "attention_mask": inp["attention_mask"], "config": inp["config"],
+            **({"uniforms": inp["uniforms"]} if inp["config"].get("do_sample") else {}),
             "expected": {"sequences": record["expected"]["sequences"]}, "response": response}
 
 

@@ -7,11 +7,11 @@ cannot be answered -- flushing after each line, until standard input ends. The a
 serve"`` passing 100% tests the harness, and ``--plant NAME`` (see ``plants.py``) serves a deliberately broken
 refdecode to show that ``check`` catches each classic porting bug.
 
-``--as ENGINE`` (``serve(profile=ENGINE)``) answers the greedy and beam decodes of GPT-2 checkpoints
-(``engines_*`` and ``gpt2_greedy``) as that engine does, with ``refdecode.reference.engines.decode_as`` under the
+``--as ENGINE`` (``serve(profile=ENGINE)``) answers the greedy, sampling and beam decodes of GPT-2 checkpoints
+(``engines_*``, ``gpt2_greedy`` and ``gpt2_sample``, whose draws are the case's uniforms) as that engine does, with ``refdecode.reference.engines.decode_as`` under the
 engine's profile (docs/engines.md): ``check`` then passes exactly the cases where the engine agrees with
 transformers 4.38.2 and fails the others as the engine does. Decode types the engines cannot answer (per-step
-``beam_indices``, sampling, group beam search) get ``{"id", "unsupported": reason}``, as the engines' adapters
+``beam_indices``, beam sample, group beam search) get ``{"id", "unsupported": reason}``, as the engines' adapters
 give; other request types are answered as without ``--as``.
 
 A request is untrusted input, and the error names the field, the rule and the value: a line is at most
@@ -92,7 +92,7 @@ def _parse(line: str) -> tuple[Any, dict]:
 
 #: Decode types an engine profile answers (sequences, and sequences_scores for beams).
 PROFILE_TYPES = ("engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search",
-                 "gpt2_greedy")
+                 "gpt2_greedy", "gpt2_sample")
 
 
 def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
@@ -101,12 +101,13 @@ def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
 
     inp = case_type.inputs.decode(request["input"])
     if request["type"] not in PROFILE_TYPES:
-        return {"unsupported": f"{request['type']}: an engine profile gives sequences (and beam scores) of greedy "
-                               "and beam decodes only"}
+        return {"unsupported": f"{request['type']}: an engine profile gives sequences (and beam scores) of greedy, "
+                               "sampling and beam decodes only"}
     # the model as the suite's other decodes load it (at most 8 kept); the logits memo lives for one request only:
     # kept across requests it would hold a (V,) row per prefix ever seen (gigabytes over a suite)
     logits = NextTokenLogits(model_for(inp["model"], inp["config"]))
-    return {"output": decode_as(profile, logits, inp["input_ids"], inp["attention_mask"], inp["config"])}
+    return {"output": decode_as(profile, logits, inp["input_ids"], inp["attention_mask"], inp["config"],
+                                inp.get("uniforms"))}
 
 
 def answer(line: str, profile: str | None = None) -> str:

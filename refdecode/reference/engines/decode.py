@@ -6,7 +6,9 @@ Contract: in, a GPT-2 (refdecode's ``GPT2``, or a ``NextTokenLogits`` around one
 num_return_sequences, repetition_penalty, no_repeat_ngram_size, min_length, min_new_tokens); out,
 ``{"sequences": int64 (B*R, T_out)}`` (+ ``"sequences_scores"`` float32 (B*R,) for beam search): per prompt its
 rows best first, each the padded prompt + the new tokens, right-padded with pad_token_id to the longest row, as
-the engines' adapters answer. Sampling is not an engine rule here (``do_sample=True`` is refused).
+the engines' adapters answer. Sampling (``do_sample=True``, num_beams 1, ``sampling.py``) takes the case's
+``uniforms`` (temperature, top_k, top_p from the config): no engine takes given draws, so their adapters draw
+with the case's uniforms from the distribution the engine leaves (llama.cpp) or answer unsupported.
 
 Output layout, 4.38.2 (beam_search.py ``finalize`` :350-362): a finished hypothesis is written without its eos and
 then eos_token_id[0] where the row is shorter than max_length (``eos_out="first"``); the engines write the eos they
@@ -23,6 +25,7 @@ from .beam import beam_search
 from .beam_loops import beam_5, beam_ct2, beam_keras
 from .greedy import greedy
 from .rules import EngineRules, rules_for
+from .sampling import sample
 from .steps import NextTokenLogits, Prompt
 
 __all__ = ["decode_as", "normalized_config"]
@@ -37,8 +40,6 @@ def normalized_config(config: dict, width: int) -> dict:
     if not isinstance(config, dict):
         raise TypeError(f"`config` must be a dict of GenerationConfig fields, got {type(config).__name__}")
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None or k == "min_new_tokens"}}
-    if cfg["do_sample"]:
-        raise ValueError("`do_sample` must be False for decode_as (greedy and beam search only), got True")
     eos = cfg.get("eos_token_id")
     if eos is None:
         raise ValueError("`eos_token_id` must be an int or a list of ints, got None")
@@ -52,13 +53,16 @@ def normalized_config(config: dict, width: int) -> dict:
     if int(cfg["max_new_tokens"]) < 1:
         raise ValueError(f"`max_new_tokens` must be >= 1, got {cfg['max_new_tokens']}")
     K, nrs = int(cfg["num_beams"]), int(cfg["num_return_sequences"])
-    if K < 1 or not 1 <= nrs <= max(K, 1) or (K == 1 and nrs != 1):
-        raise ValueError(f"`num_return_sequences` must be in [1, num_beams={K}], got {nrs}")
+    if K < 1 or nrs < 1 or (not cfg["do_sample"] and nrs > K):
+        raise ValueError(f"`num_return_sequences` must be in [1, num_beams={K}] (any >= 1 when sampling), "
+                         f"got {nrs}")
     return cfg
 
 
-def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_mask: Any, config: dict) -> dict:
-    """Decode as the engine ``profile`` (a key of ``PROFILES`` or an ``EngineRules``) would; see the module doc."""
+def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_mask: Any, config: dict,
+              uniforms: Any = None) -> dict:
+    """Decode as the engine ``profile`` (a key of ``PROFILES`` or an ``EngineRules``) would; see the module doc.
+    ``uniforms``: with ``do_sample=True`` (and num_beams 1), the draws, one per row and step."""
     rules = rules_for(profile)
     ids = np.asarray(input_ids)
     mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask)
@@ -69,7 +73,12 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
     logits = model if isinstance(model, NextTokenLogits) else NextTokenLogits(model)
     prompts = [Prompt(r.tolist(), m.tolist(), cfg, rules, len(ids)) for r, m in zip(ids, mask)]
     beams = int(cfg["num_beams"]) > 1 and not rules.beam_is_greedy
-    if not beams:
+    if cfg["do_sample"]:
+        if int(cfg["num_beams"]) != 1 or uniforms is None:
+            raise ValueError("`do_sample=True` needs num_beams 1 and the case's `uniforms` (beam sample and "
+                             f"sampling without given draws are not simulated), got num_beams {cfg['num_beams']}")
+        found = sample(logits, prompts, rules, cfg, uniforms)
+    elif not beams:
         found = greedy(logits, prompts, rules)
     elif rules.loop == "4.38":
         found = beam_search(logits, prompts, rules)

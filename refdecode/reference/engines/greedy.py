@@ -16,7 +16,7 @@ import numpy as np
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt, softmax
 
-__all__ = ["greedy", "next_token"]
+__all__ = ["greedy", "next_token", "drop_trailing_pads"]
 
 
 def next_token(logits: NextTokenLogits, prompt: Prompt, gen: list[int], rules: EngineRules) -> int:
@@ -42,10 +42,10 @@ def greedy(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules) -
             finished[b] = tok in prompt.eos if rules.stop_when_all_last_eos else finished[b] or tok in prompt.eos
         if all(finished):
             break
-    return [[(_drop_trailing_pads(g, p, rules), None)] for g, p in zip(gens, prompts)]
+    return [[(drop_trailing_pads(g, p, rules), None)] for g, p in zip(gens, prompts)]
 
 
-def _drop_trailing_pads(gen: list[int], prompt: Prompt, rules: EngineRules) -> list[int]:
+def drop_trailing_pads(gen: list[int], prompt: Prompt, rules: EngineRules) -> list[int]:
     """The pads written after an eos are the layout's business (decode.py pads every row to the longest)."""
     if not rules.pad_after_eos:
         return gen

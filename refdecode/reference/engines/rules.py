@@ -1,10 +1,11 @@
 r"""The engines' decoding rules as named switches: ``EngineRules`` and one profile per engine (issue 23).
 
-Contract: data only. ``EngineRules`` names every rule found where an engine's greedy or beam search departs from
-transformers 4.38.2 (examples/engines/<engine>/FINDINGS.md cites each engine's source line); ``PROFILES`` sets
-them per engine. The default value of every switch is 4.38.2's rule, so ``EngineRules()`` is transformers 4.38.2
-and a profile is the smallest set of switches that turns 4.38.2 into the engine. ``steps.py``, ``greedy.py``,
-``beam.py`` and ``beam_loops.py`` read the switches; ``decode.py`` runs them (``decode_as``).
+Contract: data only. ``EngineRules`` names every rule found where an engine's greedy, sampling or beam search
+departs from transformers 4.38.2 (examples/engines/<engine>/FINDINGS.md cites each engine's source line);
+``PROFILES`` sets them per engine. The default value of every switch is 4.38.2's rule, so ``EngineRules()`` is
+transformers 4.38.2 and a profile is the smallest set of switches that turns 4.38.2 into the engine.
+``steps.py``, ``greedy.py``, ``sampling.py``, ``beam.py`` and ``beam_loops.py`` read the switches; ``decode.py``
+runs them (``decode_as``).
 
 4.38.2's sources below are ``transformers/generation/utils.py`` and ``transformers/generation/beam_search.py``
 of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py``; CTranslate2 4.8.5
@@ -41,6 +42,15 @@ class EngineRules:
     * ``processors_first``: beam search runs the processors on the logits, then log_softmax, masked entries at
       float32's lowest (CTranslate2 C2, onnxruntime-genai G1); 4.38.2: log_softmax, then the processors on the
       log-probabilities, not renormalised (utils.py ``_beam_search``).
+
+    Sampling (given the case's uniforms; ``sampling.py``):
+
+    * ``warpers``: ``"4.38"`` temperature, then top-k (ties at the k-th value kept), then top-p on the softmax of
+      the tempered scores (utils.py ``_get_logits_warper`` :740-744, logits_process.py :448-452);
+      ``"llama"`` top-k keeping exactly k, then top-p on the float32 softmax of the scores BEFORE the
+      temperature (descending, the shortest prefix whose float32 cumulative sum reaches top_p), then the
+      temperature (llama.cpp L2: node-llama-cpp AddonSampler.cpp:101-156, llama-sampler.cpp:321-338,
+      :1549-1602, :265). The draw is 4.38.2's for both: softmax, then the row's uniform.
 
     Greedy:
 
@@ -94,6 +104,7 @@ class EngineRules:
     ngram_ctx: str = "row"
     min_length: str = "4.38"
     processors_first: bool = False
+    warpers: str = "4.38"
     pad_after_eos: bool = True
     stop_when_all_last_eos: bool = False
     argmax_of_probs: bool = False
@@ -114,6 +125,7 @@ class EngineRules:
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
+                   "warpers": ("4.38", "llama"),
                    "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"), "eos_out": ("first", "generated")}
         for name, values in allowed.items():
@@ -137,8 +149,8 @@ PROFILES: dict[str, EngineRules] = {
                                      can_improve_offset=True, tie_earlier_wins=True, trailing_pad_is_padding=True),
     # T1, T2
     "transformers-js": EngineRules(pad_after_eos=False, stop_when_all_last_eos=True, beam_is_greedy=True),
-    # L1 (sampling's L2 chain is not a greedy/beam rule)
-    "llama-cpp": EngineRules(rp_ctx="unpadded"),
+    # L1, L2 (its fp16 GELU table is the forward pass's, not a decoding rule: FINDINGS.md "Numerics")
+    "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
 }

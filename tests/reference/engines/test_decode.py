@@ -14,7 +14,7 @@ CFG = {"max_new_tokens": 2, "eos_token_id": 0, "pad_token_id": 0}
 
 
 @pytest.mark.parametrize("config,message", [
-    ({**CFG, "do_sample": True}, "`do_sample` must be False"),
+    ({**CFG, "do_sample": True}, "`do_sample=True` needs num_beams 1 and the case's `uniforms`"),
     ({"max_new_tokens": 2}, "`eos_token_id` must be"),
     ({**CFG, "max_new_tokens": 0}, "`max_new_tokens` must be >= 1"),
     ({**CFG, "num_beams": 2, "num_return_sequences": 3}, "`num_return_sequences` must be in"),
@@ -36,6 +36,9 @@ def test_bad_shapes_and_profile():
 def _generate(r: dict) -> list:
     cfg = {k: v for k, v in r["config"].items() if k not in ("num_beam_groups", "diversity_penalty")}
     model = GPT2.from_pretrained(model_dir(r["model"]))
+    if cfg.get("do_sample"):  # the draws are the case's uniforms, as the suite replays 4.38.2's
+        from refdecode.reference.conformance.cases_decode import UniformStream
+        cfg["rng"] = UniformStream(np.asarray(r["uniforms"]))
     return generate(model, np.array(r["input_ids"]), np.array(r["attention_mask"]), **cfg).tolist()
 
 
@@ -49,7 +52,7 @@ def test_control_equals_generate_on_a_few_cases():
 
 @pytest.mark.slow
 def test_control_equals_generate_on_every_case():
-    """Every engines_* / gpt2_greedy / gpt2_beam_search case: the 4.38.2 profile, refdecode.generate and the
+    """Every engines_* / gpt2_greedy / gpt2_sample / gpt2_beam_search case: the 4.38.2 profile, refdecode.generate and the
     suite's expected sequences (4.38.2's, recorded) agree."""
     for r in recorded("transformers-4.38.2"):
         assert decode_case("transformers-4.38.2", r)["sequences"].tolist() == _generate(r), r["id"]

@@ -1,0 +1,94 @@
+r"""Sampling under an engine's rules, with the case's uniforms: per row, process, warp, softmax, draw.
+
+Contract: ``sample(logits, prompts, rules, config, uniforms) -> [[(new tokens, None)] * R per prompt]``
+(R = num_return_sequences, the rows of prompt b are b*R .. b*R + R-1); the layout of the output rows is
+``decode.py``'s. 4.38.2's rule (utils.py ``_sample``): each step every row N = B*R (finished or not) takes one
+uniform, row r at step t the uniform ``uniforms[t * N + r]`` (the suite's draw order,
+``refdecode.reference.conformance.cases_decode``), and draws
+
+.. math:: i = \min\{ j : \textstyle\sum_{l \le j} p_l > u \cdot \sum_l p_l \},
+    \quad p = \mathrm{softmax}(\mathrm{warpers}(\mathrm{processors}(y_{<t}, \mathrm{logits}_t)))
+
+(refdecode's ``multinomial``); a finished row gets pad_token_id; stop when every row has finished or after
+max_new_tokens. Switches read: ``warpers`` (``"4.38"`` refdecode's 4.38.2 warpers, ``"llama"`` llama.cpp's chain,
+L2), ``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...decoding.randomness import multinomial
+from ...generation_config import GenerationConfig
+from ...numerics import softmax
+from ...pipeline import logits_warpers
+from .greedy import drop_trailing_pads
+from .rules import EngineRules
+from .steps import NextTokenLogits, Prompt
+
+__all__ = ["sample", "llama_chain"]
+
+
+class _Given(np.random.Generator):
+    """A generator whose next ``random(1)`` is the given uniform (``multinomial`` takes one per row)."""
+
+    def __init__(self, u: float):
+        super().__init__(np.random.PCG64(0))
+        self.u = float(u)
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        return np.array([self.u], dtype=np.float64)
+
+
+def llama_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """llama.cpp's top-k -> top-p (on the un-tempered float32 softmax) -> temperature, on one row (V,)."""
+    row = np.array(scores, dtype=np.float32, copy=True)
+    order = np.argsort(-row, kind="stable")                  # (V,) best first
+    keep = np.ones(row.shape, dtype=bool)
+    if 0 < top_k < row.size:                                 # exactly k candidates
+        keep[:] = False
+        keep[order[:top_k]] = True
+    if top_p < 1.0:
+        kept = order[keep[order]]                            # kept ids, best first
+        p = softmax(row[kept][None])[0]                      # float32, before the temperature
+        reached = np.cumsum(p, dtype=np.float32) >= np.float32(top_p)
+        last = int(np.argmax(reached)) + 1 if reached.any() else kept.size
+        keep[:] = False
+        keep[kept[:last]] = True
+    row[~keep] = -np.inf
+    row[keep] = row[keep] / np.float32(temperature)
+    return row
+
+
+def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, config: dict,
+           uniforms: np.ndarray) -> list[list[tuple[list[int], None]]]:
+    """New tokens per prompt and returned row (eos included where one was drawn); see the module doc."""
+    R = int(config["num_return_sequences"])
+    rows = [p for p in prompts for _ in range(R)]            # N = B * R rows
+    N, u = len(rows), np.asarray(uniforms, dtype=np.float64).ravel()
+    temperature, top_k, top_p = (float(config.get("temperature") or 1.0), int(config.get("top_k") or 0),
+                                 float(1.0 if config.get("top_p") is None else config["top_p"]))
+    warpers = logits_warpers(GenerationConfig(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p))
+    gens: list[list[int]] = [[] for _ in rows]
+    finished = [False] * N
+    for t in range(rows[0].max_new):
+        if u.size < (t + 1) * N:
+            raise ValueError(f"`uniforms` must hold max_new_tokens * rows = {rows[0].max_new * N} values "
+                             f"(one per row and step), got {u.size}")
+        for r, prompt in enumerate(rows):
+            if finished[r] and rules.pad_after_eos:
+                gens[r].append(prompt.pad)
+                continue
+            scores = prompt.process(logits(prompt.model_tokens(gens[r])), gens[r], np.float32(-np.inf))  # (V,)
+            if rules.warpers == "llama":
+                scores = llama_chain(scores, temperature, top_k, top_p)
+            else:
+                ids = np.array([prompt.row + gens[r]], dtype=np.int64)                                   # (1, T+t)
+                scores = np.asarray(warpers(ids, scores[None]), dtype=np.float32)[0]
+            tok = int(multinomial(softmax(scores[None]), 1, rng=_Given(u[t * N + r]))[0, 0])
+            gens[r].append(tok)
+            finished[r] = tok in prompt.eos if rules.stop_when_all_last_eos else finished[r] or tok in prompt.eos
+        if all(finished):
+            break
+    out = [drop_trailing_pads(g, p, rules) for g, p in zip(gens, rows)]
+    return [[(out[b * R + j], None) for j in range(R)] for b in range(len(prompts))]

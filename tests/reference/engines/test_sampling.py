@@ -1,0 +1,60 @@
+"""refdecode.reference.engines.sampling: the 4.38.2 profile samples as the suite's golden cases (transformers
+4.38.2's tokens with the cases' uniforms); llama.cpp's chain (L2) keeps what its order keeps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import refdecode.reference.conformance  # noqa: F401  (registers the case types)
+from refdecode.reference.conformance.cases_decode import model_for
+from refdecode.reference.conformance.registry import REGISTRY
+from refdecode.reference.engines import NextTokenLogits, decode_as
+from refdecode.reference.engines.sampling import llama_chain
+
+
+def test_the_control_profile_samples_the_golden_tokens():
+    """gpt2_sample's expected sequences are transformers 4.38.2's (tests/golden/decode_sampling.npz), drawn with
+    each case's uniforms; the 4.38.2 profile, which decodes each prompt alone from its real tokens, gives them."""
+    case_type = REGISTRY["gpt2_sample"]
+    cases = list(case_type.build())
+    assert len(cases) >= 10 and any(c.input["config"]["num_return_sequences"] > 1 for c in cases)
+    for case in cases:
+        inp = case.input
+        logits = NextTokenLogits(model_for(inp["model"], inp["config"]))
+        got = decode_as("transformers-4.38.2", logits, inp["input_ids"], inp["attention_mask"], inp["config"],
+                        inp["uniforms"])["sequences"]
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, case_type.run(inp)["sequences"], err_msg=case.note)
+
+
+def test_llama_takes_top_p_before_the_temperature():
+    """p = [0.5, 0.3, 0.15, 0.05], top_p 0.9, temperature 0.5. llama.cpp: cumulative 0.5, 0.8, 0.95 reaches 0.9
+    at the third token, 3 kept, then divided by 0.5. transformers: the tempered probabilities (p^2 normalised:
+    0.685, 0.247, 0.062, 0.007) reach 0.9 at the second, 2 kept."""
+    logits = np.log(np.array([0.5, 0.3, 0.15, 0.05], dtype=np.float32))
+    llama = llama_chain(logits, temperature=0.5, top_k=0, top_p=0.9)
+    assert llama.dtype == np.float32
+    np.testing.assert_allclose(llama[:3], logits[:3] / 0.5, rtol=1e-6)
+    assert llama[3] == -np.inf
+    from refdecode.generation_config import GenerationConfig
+    from refdecode.pipeline import logits_warpers
+    hf = logits_warpers(GenerationConfig(do_sample=True, temperature=0.5, top_k=0, top_p=0.9))(
+        np.array([[1]]), logits[None])[0]
+    assert np.isfinite(hf).sum() == 2
+
+
+def test_llama_top_k_keeps_exactly_k():
+    logits = np.array([1.0, 3.0, 3.0, 3.0, 0.0], dtype=np.float32)
+    assert np.isfinite(llama_chain(logits, 1.0, 2, 1.0)).sum() == 2  # transformers' top-k keeps the 3 tied
+
+
+def test_draws_must_cover_every_row_and_step():
+    case = next(iter(REGISTRY["gpt2_sample"].build()))
+    inp = case.input
+    logits = NextTokenLogits(model_for(inp["model"], inp["config"]))
+    with pytest.raises(ValueError, match="`uniforms` must hold"):
+        decode_as("llama-cpp", logits, inp["input_ids"], inp["attention_mask"], inp["config"], inp["uniforms"][:1])
+    with pytest.raises(ValueError, match="`do_sample=True` needs"):
+        decode_as("llama-cpp", logits, inp["input_ids"], inp["attention_mask"], {**inp["config"], "num_beams": 2},
+                  inp["uniforms"])
