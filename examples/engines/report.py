@@ -344,16 +344,20 @@ def main() -> None:
     ap.add_argument("--no-attribute", action="store_true")
     ap.add_argument("--check-dir", type=Path, default=None,
                     help="run_all.sh's folder of check-<engine>.txt (check's verdict on each differing case)")
-    ap.add_argument("--run-seconds", type=float, default=None, help="how long run_all.sh took")
+    ap.add_argument("--run-seconds", type=float, default=None,
+                    help="how long run_all.sh took before this step (this step's own time is added)")
     ap.add_argument("--provenance", default="The engines' answers are the committed responses.jsonl files.")
     args = ap.parse_args()
+    started = time.perf_counter()
     engines = [summarise(e, not args.no_attribute, args.check_dir) for e in ENGINES]
     bench = []
     if args.bench and args.bench.exists():
         bench = [json.loads(line) for line in args.bench.read_text().splitlines() if line.strip().startswith("{")]
     if args.refdecode_bench:
         bench.append(refdecode_bench())
-    run_time = (f"{args.run_seconds / 60:.1f} min (run_all.sh)" if args.run_seconds
+    own = time.perf_counter() - started  # this step's own time (attribution, refdecode's bench)
+    run_time = (f"{(args.run_seconds + own) / 60:.1f} min (run_all.sh, on a fresh clone: setups, suite export, "
+                f"checks and recordings, benches, then this report's {own / 60:.1f} min)" if args.run_seconds
                 else "not measured (this page was written from the committed responses)")
     report = {"date": datetime.date.today().isoformat(), "engines": engines, "bench": bench, "run_time": run_time,
               "provenance": args.provenance}

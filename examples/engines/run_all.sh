@@ -12,6 +12,7 @@ cd "$ROOT"
 START=$(date +%s)
 WORK="${RUN_ALL_WORK:-$ROOT/examples/engines/.run}"   # git-ignored
 mkdir -p "$WORK"
+: > "$WORK/times.txt"
 ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub)
 
 # 1) refdecode
@@ -55,5 +56,5 @@ done
 
 # 6) the report
 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench --run-seconds $(( $(date +%s) - START )) \
-  --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt")"
+  --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
 echo "run_all.sh: $(( $(date +%s) - START )) s"

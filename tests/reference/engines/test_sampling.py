@@ -58,3 +58,21 @@ def test_draws_must_cover_every_row_and_step():
     with pytest.raises(ValueError, match="`do_sample=True` needs"):
         decode_as("llama-cpp", logits, inp["input_ids"], inp["attention_mask"], {**inp["config"], "num_beams": 2},
                   inp["uniforms"])
+
+
+def test_the_llama_profile_gives_llama_cpps_sampled_rows():
+    """llama.cpp's recorded gpt2_sample answers (drawn by its adapter, with the case's uniforms, from the distribution
+    node-llama-cpp exposes): the llama-cpp profile (L1 + L2) gives every row but one; that row (gpt2_sample/0004
+    row 0) departs where a draw falls 1.2e-4 from a cumulative boundary, which llama.cpp's fp16 GELU table moves
+    (examples/engines/llama-cpp/FINDINGS.md, "Numerics"; its rule_check.py --fp16-gelu reproduces the row)."""
+    from engine_records import decode_case, differing, recorded
+
+    sampled = [r for r in recorded("llama-cpp") if r["config"].get("do_sample")]
+    assert len(sampled) >= 2 and len([r for r in differing("llama-cpp") if r in sampled]) == len(sampled)
+    missed = []
+    for r in sampled:
+        got = decode_case("llama-cpp", r)["sequences"].tolist()
+        control = decode_case("transformers-4.38.2", r)["sequences"].tolist()
+        assert control == r["expected"]["sequences"] != r["response"]["output"]["sequences"]
+        missed += [(r["id"], i) for i, (a, b) in enumerate(zip(got, r["response"]["output"]["sequences"])) if a != b]
+    assert missed == [("gpt2_sample/0004", 0)]
