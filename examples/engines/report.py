@@ -148,7 +148,8 @@ def reproducer(engine: str, r: dict) -> dict:
     where = departure(got, want)
     row = where.get("row", 0)
     width = len(r["input_ids"][0])
-    return {"case": r["id"], "model": str(model_dir(r["model"]).relative_to(ROOT)), "input_ids": r["input_ids"], "attention_mask": r["attention_mask"],
+    return {"case": r["id"], "model": str(model_dir(r["model"]).relative_to(ROOT)), "input_ids": r["input_ids"],
+            "attention_mask": r["attention_mask"],
             "options": {k: v for k, v in r["config"].items() if v != defaults.get(k) or k == "eos_token_id"},
             "row": row, "transformers-4.38.2": want[row][width:] if row < len(want) else None,
             engine: got[row][width:] if row < len(got) else None}
@@ -303,9 +304,10 @@ def write_markdown(report: dict) -> str:
             lines.append(f"* **{e['engine']}** `{c}`: {', '.join(ids[:8])}{more}")
             rep = e["reproducers"].get(c)
             if rep:
+                mask = "" if all(map(all, rep["attention_mask"])) else f", attention_mask {rep['attention_mask']}"
                 lines.append(f"  reproducer {rep['case']} (model `{rep['model']}`): input_ids {rep['input_ids']}"
-                             + ("" if all(map(all, rep["attention_mask"])) else f", attention_mask {rep['attention_mask']}")
-                             + f", {json.dumps(rep['options'])}; row {rep['row']}, new tokens: transformers 4.38.2 "
+                             + mask + f", {json.dumps(rep['options'])}; row {rep['row']}, new tokens: "
+                             f"transformers 4.38.2 "
                              f"{rep['transformers-4.38.2']}, {e['engine']} {rep[e['engine']]}")
     lines += ["", "### The switches", "",
               "Each switch is a rule of `refdecode.reference.engines.EngineRules` "

@@ -8,11 +8,11 @@ serve"`` passing 100% tests the harness, and ``--plant NAME`` (see ``plants.py``
 refdecode to show that ``check`` catches each classic porting bug.
 
 ``--as ENGINE`` (``serve(profile=ENGINE)``) answers the greedy, sampling and beam decodes of GPT-2 checkpoints
-(``engines_*``, ``gpt2_greedy`` and ``gpt2_sample``, whose draws are the case's uniforms) as that engine does, with ``refdecode.reference.engines.decode_as`` under the
-engine's profile (docs/engines.md): ``check`` then passes exactly the cases where the engine agrees with
-transformers 4.38.2 and fails the others as the engine does. Decode types the engines cannot answer (per-step
-``beam_indices``, beam sample, group beam search) get ``{"id", "unsupported": reason}``, as the engines' adapters
-give; other request types are answered as without ``--as``.
+(``engines_*``, ``gpt2_greedy`` and ``gpt2_sample``, whose draws are the case's uniforms) as that engine does,
+with ``refdecode.reference.engines.decode_as`` under the engine's profile (docs/engines.md): ``check`` then passes
+exactly the cases where the engine agrees with transformers 4.38.2 and fails the others as the engine does. Decode
+types the engines cannot answer (per-step ``beam_indices``, beam sample, group beam search) get ``{"id",
+"unsupported": reason}``, as the engines' adapters give; other request types are answered as without ``--as``.
 
 A request is untrusted input, and the error names the field, the rule and the value: a line is at most
 :data:`MAX_REQUEST_BYTES` (the rest of a longer one is skipped unread); ``NaN`` / ``Infinity`` literals and

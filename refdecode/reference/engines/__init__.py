@@ -1,4 +1,4 @@
-r"""Engine profiles: greedy, sampling and beam search as other inference engines do them, on refdecode's GPT-2 (issue 23).
+r"""Engine profiles: greedy, sampling and beam search as other engines do them, on refdecode's GPT-2 (issue 23).
 
 Each engine's departures from transformers 4.38.2 are named switches (``EngineRules``, rules.py), set per engine in
 ``PROFILES``; ``decode_as(profile, model, input_ids, attention_mask, config)`` decodes under them (decode.py), so a
@@ -7,8 +7,8 @@ ENGINE``). The evidence (each engine's recorded answers, and the engine's source
 ``examples/engines/<engine>/`` and docs/engines.md. NumPy only; float32 scores; nothing here imports an engine.
 
 Modules: ``rules.py`` (the switches and profiles), ``steps.py`` (logits of real tokens, the processors' view),
-``greedy.py``, ``sampling.py`` (with the case's uniforms), ``beam.py`` (4.38.2's BeamSearchScorer, switchable), ``beam_loops.py`` (5.x, CTranslate2,
-keras-hub), ``decode.py`` (``decode_as`` and the output layout).
+``greedy.py``, ``sampling.py`` (with the case's uniforms), ``beam.py`` (4.38.2's BeamSearchScorer, switchable),
+``beam_loops.py`` (5.x, CTranslate2, keras-hub), ``decode.py`` (``decode_as`` and the output layout).
 """
 
 from .decode import decode_as

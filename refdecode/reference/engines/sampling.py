@@ -66,9 +66,12 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
     R = int(config["num_return_sequences"])
     rows = [p for p in prompts for _ in range(R)]            # N = B * R rows
     N, u = len(rows), np.asarray(uniforms, dtype=np.float64).ravel()
-    temperature, top_k, top_p = (float(config.get("temperature") or 1.0), int(config.get("top_k") or 0),
-                                 float(1.0 if config.get("top_p") is None else config["top_p"]))
-    warpers = logits_warpers(GenerationConfig(do_sample=True, temperature=temperature, top_k=top_k, top_p=top_p))
+    given = {k: config.get(k) for k in ("temperature", "top_k", "top_p")}
+    # 4.38.2's warpers, built for both rule sets: they refuse what 4.38.2 refuses (temperature <= 0, top_k < 0 ...)
+    warpers = logits_warpers(GenerationConfig(do_sample=True, **{k: v for k, v in given.items() if v is not None}))
+    temperature = 1.0 if given["temperature"] is None else float(given["temperature"])
+    top_k = 0 if given["top_k"] is None else int(given["top_k"])
+    top_p = 1.0 if given["top_p"] is None else float(given["top_p"])
     gens: list[list[int]] = [[] for _ in rows]
     finished = [False] * N
     for t in range(rows[0].max_new):

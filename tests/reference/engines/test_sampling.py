@@ -76,3 +76,14 @@ def test_the_llama_profile_gives_llama_cpps_sampled_rows():
         assert control == r["expected"]["sequences"] != r["response"]["output"]["sequences"]
         missed += [(r["id"], i) for i, (a, b) in enumerate(zip(got, r["response"]["output"]["sequences"])) if a != b]
     assert missed == [("gpt2_sample/0004", 0)]
+
+
+def test_what_4382_refuses_is_refused_under_either_chain():
+    from refdecode import GPT2
+    from engine_records import model_dir
+
+    model = GPT2.from_pretrained(model_dir("gpt2-tiny"))
+    for profile in ("transformers-4.38.2", "llama-cpp"):
+        with pytest.raises(ValueError, match="`temperature` has to be a strictly positive"):
+            decode_as(profile, model, [[1, 2]], None, {"max_new_tokens": 2, "eos_token_id": 0, "do_sample": True,
+                                                        "temperature": 0.0}, np.full(4, 0.5))

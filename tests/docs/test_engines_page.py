@@ -1,0 +1,38 @@
+"""docs/engines.md is what examples/engines/report.py writes from examples/engines/report.json (both made by
+examples/engines/run_all.sh), and report.json holds what issue 23 asks of it: the control passes all it answered,
+every differing case has a cause and its departure, every cause a reproducer."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+from conftest import ROOT
+
+REPORT = json.loads((ROOT / "examples" / "engines" / "report.json").read_text())
+
+
+def _report_module():
+    spec = importlib.util.spec_from_file_location("engines_report", ROOT / "examples" / "engines" / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_page_is_the_reports():
+    assert _report_module().write_markdown(REPORT) == (ROOT / "docs" / "engines.md").read_text()
+
+
+def test_the_control_passes_what_it_answers_and_every_difference_has_a_cause():
+    engines = {e["engine"]: e for e in REPORT["engines"]}
+    assert len(engines) == 7 and "min" in REPORT["run_time"]
+    control = engines["transformers-4.38.2"]
+    assert control["differing"] == 0 and control["answered"] == sum(g["pass"] for g in control["groups"].values())
+    for e in engines.values():
+        assert len(e["differing_cases"]) == e["differing"]
+        for case in e["differing_cases"]:
+            assert case["cause"] and case["departs"], (e["engine"], case["id"])
+            assert case["cause"] in e["causes"] and case["id"] in e["causes"][case["cause"]]
+        assert set(e["reproducers"]) == set(e["causes"])
+        for rep in e["reproducers"].values():
+            assert rep["transformers-4.38.2"] != rep[e["engine"]]
