@@ -2,6 +2,7 @@ r"""Write docs/engines.md and examples/engines/report.json from the engines' rec
 
     .venv/bin/python examples/engines/report.py [--bench examples/engines/bench.jsonl] [--no-attribute]
                                                 [--run-seconds N] [--refdecode-bench] [--check-dir DIR]
+    .venv/bin/python examples/engines/report.py --from-json      # the page again from report.json
 
 Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
 and for every engine and case group counts pass (the engine's sequences equal transformers 4.38.2's) / differ /
@@ -349,7 +350,12 @@ def main() -> None:
     ap.add_argument("--run-seconds", type=float, default=None,
                     help="how long run_all.sh took before this step (this step's own time is added)")
     ap.add_argument("--provenance", default="The engines' answers are the committed responses.jsonl files.")
+    ap.add_argument("--from-json", action="store_true",
+                    help="only write docs/engines.md again from report.json (after a FINDINGS.md edit)")
     args = ap.parse_args()
+    if args.from_json:
+        (ROOT / "docs" / "engines.md").write_text(write_markdown(json.loads((HERE / "report.json").read_text())))
+        return
     started = time.perf_counter()
     engines = [summarise(e, not args.no_attribute, args.check_dir) for e in ENGINES]
     bench = []
