@@ -20,7 +20,6 @@ import datetime
 import inspect
 import json
 import re
-import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -157,22 +156,25 @@ def reproducer(engine: str, r: dict) -> dict:
 
 
 def refdecode_bench() -> dict:
-    """refdecode's generate on the 124M-shaped checkpoint: 8-token prompt, 64 new tokens, 1 warm-up + 5 runs."""
-    from refdecode import generate
+    """refdecode's generate on the 124M-shaped checkpoint, timed as the engines' benches time theirs
+    (common/bench_common.py: the same prompt, 64 new tokens, 1 warm-up + 5 runs, median)."""
+    import sys
 
-    spec = json.loads((HERE / "common" / "bench.json").read_text())  # the engines' benches time the same
-    model = GPT2.from_pretrained(ROOT / spec["model"])
-    ids = np.array([spec["prompt"]], dtype=np.int64)
+    from refdecode import generate
+    sys.path.insert(0, str(HERE / "common"))
+    from bench_common import NEW, PROMPT, default_model, tok_per_s
+
+    model = GPT2.from_pretrained(default_model())
+    ids = np.array([PROMPT], dtype=np.int64)
     out = {"engine": "refdecode", "version": __import__("refdecode").__version__}
-    for name, beams in (("greedy_tok_s", 1), ("beam4_tok_s", 4)):
-        times = []
-        for i in range(6):
-            t0 = time.perf_counter()
-            generate(model, ids, max_new_tokens=spec["new_tokens"], min_new_tokens=spec["new_tokens"], num_beams=beams, eos_token_id=50256,
-                     pad_token_id=50256)
-            if i:
-                times.append(time.perf_counter() - t0)
-        out[name] = round(spec["new_tokens"] / statistics.median(times), 2)
+    for name, beams in (("greedy", 1), ("beam4", 4)):
+
+        def once() -> None:
+            seq = generate(model, ids, max_new_tokens=NEW, min_new_tokens=NEW, num_beams=beams, eos_token_id=50256,
+                           pad_token_id=50256)
+            assert seq.shape == (1, len(PROMPT) + NEW), seq.shape
+
+        out[f"{name}_tok_s"] = tok_per_s(name, once)
     return out
 
 

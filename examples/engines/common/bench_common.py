@@ -6,6 +6,10 @@ same JSON file."""
 from __future__ import annotations
 
 import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 SPEC = json.loads((Path(__file__).resolve().parent / "bench.json").read_text())
@@ -20,3 +24,16 @@ def default_model() -> Path:
     if not (path / "model.safetensors").exists():
         raise SystemExit(f"no {path}: make it with tools/engines/make_gpt2_124m_shaped.py")
     return path
+
+
+def tok_per_s(name: str, generate_once: Callable[[], None], runs: int = 5) -> float:
+    """NEW / the median time of ``runs`` calls of ``generate_once`` (one decode of NEW tokens, which checks its own
+    length), after one warm-up call; the times go to stderr as ``[bench] name: ...``."""
+    times = []
+    for run in range(1 + runs):
+        t0 = time.perf_counter()
+        generate_once()
+        if run:
+            times.append(time.perf_counter() - t0)
+    print(f"[bench] {name}: {', '.join(f'{t:.3f}' for t in times)} s", file=sys.stderr)
+    return round(NEW / statistics.median(times), 2)

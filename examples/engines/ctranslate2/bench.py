@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ sys.path.insert(0, str(HERE))
 from adapter import converted, tok  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "common"))
-from bench_common import NEW, PROMPT, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
+from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402  (one prompt, length and checkpoint for all)
 
 
 
@@ -40,16 +39,13 @@ def main() -> None:
     out = {"engine": "ctranslate2", "version": ctranslate2.__version__, "threads": 1,
            "convert_or_hash_s": round(prepare, 2)}
     for name, beams in (("greedy", 1), ("beam4", 4)):
-        times = []
-        for run in range(1 + args.runs):
-            t0 = time.perf_counter()
+
+        def once() -> None:
             [res] = gen.generate_batch(prompt, beam_size=beams, max_length=NEW, min_length=NEW,
                                        include_prompt_in_result=False, end_token=[50256])
-            dt = time.perf_counter() - t0
             assert len(res.sequences_ids[0]) == NEW, len(res.sequences_ids[0])
-            if run:
-                times.append(dt)
-        out[f"{name}_tok_s"] = round(NEW / statistics.median(times), 2)
+
+        out[f"{name}_tok_s"] = tok_per_s(name, once, args.runs)
     print(json.dumps(out))
 
 

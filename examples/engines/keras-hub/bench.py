@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import keras_hub
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from bench_common import NEW, PROMPT, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
+from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402  (one prompt, length and checkpoint for all)
 
 
 def main() -> int:
@@ -36,16 +35,12 @@ def main() -> int:
     result = {"engine": "keras-hub", "version": engine.VERSION}
     for name, sampler in (("greedy", keras_hub.samplers.GreedySampler()), ("beam4", keras_hub.samplers.BeamSampler(num_beams=4))):
         lm.compile(sampler=sampler)
-        times = []
-        for run in range(6):
-            start = time.perf_counter()
+
+        def once() -> None:
             out = lm.generate({"token_ids": token_ids, "padding_mask": mask}, stop_token_ids=None)
-            seconds = time.perf_counter() - start
             assert np.asarray(out["token_ids"]).shape == (1, len(PROMPT) + NEW)
-            if run:
-                times.append(seconds)
-        print(f"[bench] {name}: {', '.join(f'{t:.3f}' for t in times)} s", file=sys.stderr)
-        result[f"{name}_tok_s"] = round(NEW / statistics.median(times), 2)
+
+        result[f"{name}_tok_s"] = tok_per_s(name, once)
     print(f"[bench] load+convert {load_s:.1f} s", file=sys.stderr)
     result["threads"] = 1
     print(json.dumps(result))

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -22,7 +20,7 @@ import transformers
 from transformers import GenerationConfig, GPT2LMHeadModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from bench_common import NEW, PROMPT, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
+from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402  (one prompt, length and checkpoint for all)
 
 
 
@@ -42,16 +40,13 @@ def main() -> None:
     for name, beams in (("greedy", 1), ("beam4", 4)):
         gen = GenerationConfig(max_new_tokens=NEW, min_new_tokens=NEW, num_beams=beams, do_sample=False,
                                eos_token_id=50256, pad_token_id=50256)
-        times = []
-        for run in range(1 + args.runs):
-            t0 = time.perf_counter()
+
+        def once() -> None:
             with torch.no_grad():
                 seq = model.generate(ids, attention_mask=mask, generation_config=gen)
-            dt = time.perf_counter() - t0
             assert seq.shape[1] == len(PROMPT) + NEW, seq.shape
-            if run:
-                times.append(dt)
-        out[f"{name}_tok_s"] = round(NEW / statistics.median(times), 2)
+
+        out[f"{name}_tok_s"] = tok_per_s(name, once, args.runs)
     print(json.dumps(out))
 
 
