@@ -37,6 +37,9 @@ sys.path.insert(0, str(HERE.parent / "common"))
 
 from protocol import Unsupported, serve  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent / "onnx-export"))
+from export import weights_key  # noqa: E402  (the export cache's key: <name>-<sha256(model.safetensors)[:12]>)
+
 import numpy as np  # noqa: E402
 import onnxruntime_genai as og  # noqa: E402
 
@@ -67,16 +70,6 @@ HANDLED = {
 # Decode types whose schema requires beam_indices (the engine cannot return them).
 NEEDS_BEAM_INDICES = {"gpt2_beam_search", "gpt2_group_beam_search", "gpt2_beam_sample", "beam_search",
                       "beam_sample", "group_beam_search", "beam_search_ties", "constrained_beam_search"}
-
-
-def weights_key(model_dir: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(model_dir / "model.safetensors", "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return f"{model_dir.name}-{digest.hexdigest()[:12]}"
 
 
 def converted(model_dir: Path) -> Path:
