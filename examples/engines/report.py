@@ -108,8 +108,11 @@ def summarise(engine: str, attribute: bool, check_dir: Path | None = None) -> di
     for r in records:
         g = groups.setdefault(r["type"], {"pass": 0, "differ": 0, "unsupported": 0})
         response = r["response"]
-        if "output" not in response:
-            g["unsupported"] += 1
+        if "output" not in response:  # "unsupported", or "error": no usable answer (record_responses.py)
+            if "unsupported" in response:
+                g["unsupported"] += 1
+            else:
+                g["no answer"] = g.get("no answer", 0) + 1
             continue
         answered += 1
         got = response["output"]["sequences"]
@@ -231,7 +234,8 @@ def write_markdown(report: dict) -> str:
         "case only where the engine exposes the distribution it samples from (node-llama-cpp's probabilities), "
         "drawing from it with the case's uniforms, and refdecode's profile draws with the same uniforms. *pass*: "
         "the engine's sequences equal 4.38.2's; *differ*: they do not; *unsupported*: the engine has no way to take "
-        "the case (sampling without given draws or its distribution, an option it lacks).",
+        "the case (sampling without given draws or its distribution, an option it lacks); *no answer* (shown only where "
+        "it happened): the adapter hung, exited or answered junk (record_responses.py, as check, restarts it).",
         "",
         "## The idea",
         "",
@@ -267,7 +271,9 @@ def write_markdown(report: dict) -> str:
     shown = [g for g in GROUPS if any(g in e["groups"] for e in report["engines"])]
     lines.append("|---|" + "---|" * len(shown))
     for e in report["engines"]:
-        cells = [("{pass} / {differ} / {unsupported}".format(**e["groups"][g]) if g in e["groups"] else "-")
+        cells = [("{pass} / {differ} / {unsupported}".format(**e["groups"][g])
+                  + (f" / {e['groups'][g]['no answer']} no answer" if e["groups"][g].get("no answer") else "")
+                  if g in e["groups"] else "-")
                  for g in shown]
         lines.append(f"| {e['engine']} | " + " | ".join(cells) + " |")
     lines += ["", "## Explained = reproduced", "",

@@ -42,7 +42,7 @@ from .kinds import to_json
 from .registry import REGISTRY
 from .suite import load_suite
 
-__all__ = ["check", "MAX_RESPONSE_BYTES", "MAX_CONSECUTIVE_MISSES"]
+__all__ = ["check", "Implementation", "NoAnswer", "MAX_RESPONSE_BYTES", "MAX_CONSECUTIVE_MISSES"]
 
 MAX_RESPONSE_BYTES = 256 * 2**20  # one response line; a longer one is a flood: the case fails, the process restarts
 MAX_CONSECUTIVE_MISSES = 3        # cases in a row without an answer before check stops
@@ -52,7 +52,7 @@ class NoAnswer(Exception):
     """A case got no usable response line (the implementation is restarted)."""
 
 
-class _Implementation:
+class Implementation:
     """The implementation's process: write a request, read one bounded line, say why there is none."""
 
     def __init__(self, command: str):
@@ -216,7 +216,7 @@ def check(directory: str | Path, command: str, only: str | None = None, timeout:
     out = out or sys.stdout
     _, cases = load_suite(directory, only)
     counts = {"pass": 0, "fail": 0, "unsupported": 0, "not run": 0}
-    implementation, misses = _Implementation(command), 0
+    implementation, misses = Implementation(command), 0
     try:
         for n, case in enumerate(cases):
             if misses >= MAX_CONSECUTIVE_MISSES:
@@ -232,7 +232,7 @@ def check(directory: str | Path, command: str, only: str | None = None, timeout:
             except NoAnswer as err:
                 verdict, message, line, misses = "fail", f"{err} (the implementation is restarted)", b"", misses + 1
                 implementation.close(kill=True)
-                implementation = _Implementation(command)
+                implementation = Implementation(command)
             counts["pass" if verdict == "near-tie" else verdict] += 1
             if verdict == "fail":
                 hint = _where_it_departs(case, line) if line and "config" in case["input"] else ""
