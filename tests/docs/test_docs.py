@@ -19,7 +19,10 @@ import pytest
 from conftest import ROOT
 
 DOCS = ROOT / "docs"
-PAGES = sorted(DOCS.glob("*.md"))
+#: The English pages (the structure, nav and citation checks below are about them).
+PAGES = sorted(p for p in DOCS.glob("*.md") if not p.name.endswith(".zh.md"))
+#: The Chinese edition (docs/x.zh.md): the same examples, run here too (tests/docs/test_zh.py ties them to x.md).
+ZH_PAGES = sorted(DOCS.glob("*.zh.md"))
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
@@ -31,7 +34,7 @@ def nav_pages() -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES + ZH_PAGES, ids=[p.name for p in PAGES + ZH_PAGES])
 def test_page_examples_run(page, monkeypatch):
     """Run the page's doctest examples; on failure doctest prints the expected and the actual output."""
     monkeypatch.chdir(ROOT)

@@ -1,0 +1,152 @@
+"""The Chinese edition (docs/x.zh.md beside docs/x.md, built to zh/x.html by mkdocs-static-i18n) stays one
+with the English pages.
+
+A Chinese page is a translation of the prose only: its fenced code blocks (the ``pycon`` examples that
+``tests/docs/test_docs.py`` runs in both languages), its ``$$`` math blocks, its diagrams, the targets of
+its pictures and the ``:::`` code it pulls from the source are those of its English page, byte for byte
+and in the same order; its headings carry the English page's anchors, so a link ``beam-search.md#worked-example``
+lands in either language. Change an English example and this test fails until the Chinese page has the
+same change. It reads the files only (no mkdocs), like test_docs.py.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import pytest
+from conftest import ROOT
+
+DOCS = ROOT / "docs"
+ZH_PAGES = sorted(DOCS.glob("*.zh.md"))
+#: The pages the Chinese edition must have: the overview and learning path, the glossary, the audit,
+#: choosing a strategy, misconceptions, and the algorithms the source documents name.
+REQUIRED = ["index", "glossary", "source-documents", "choosing-a-strategy", "misconceptions", "greedy",
+            "temperature", "top-k", "top-p", "repetition-penalty", "no-repeat-ngram", "min-length",
+            "beam-search", "group-beam-search", "tokens"]
+
+_BLOCK_START = re.compile(r"^\s*(```|\$\$|<pre class=\"diagram\">)")
+
+
+def shared_parts(text: str) -> list[str]:
+    """What must be equal in both languages, in page order: fenced blocks, math blocks, diagrams
+    (whole, byte for byte), ``:::`` lines, picture and data-file targets (``img/...``), ``--8<--`` includes."""
+    parts, lines, i = [], text.split("\n"), 0
+    while i < len(lines):
+        line, start = lines[i], _BLOCK_START.match(lines[i])
+        if start:
+            opener = start.group(1)
+            one_line_math = opener == "$$" and line.strip().endswith("$$") and len(line.strip()) > 2
+            j = i
+            if not one_line_math:
+                j = i + 1
+                closes = {"```": lambda s: s.startswith("```"), "$$": lambda s: s.endswith("$$"),
+                          '<pre class="diagram">': lambda s: s.endswith("</pre>")}[opener]
+                while j < len(lines) and not closes(lines[j].strip()):
+                    j += 1
+            parts.append("\n".join(lines[i:j + 1]))
+            i = j + 1
+            continue
+        if line.startswith(":::"):
+            parts.append(line.strip())
+        parts += [f"file {target}" for target in re.findall(r"\]\(((?:img|assets)/[^)#\s]+)\)", line)]
+        parts += [f"include {target}" for target in re.findall(r"--8<--\s*\"([^\"]+)\"", line)]
+        i += 1
+    return parts
+
+
+def slugify(heading: str) -> str:
+    """Python-Markdown's toc slug (what mkdocs gives an English heading without ``{#id}``)."""
+    text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors of the ``##``/``###`` headings outside code blocks: ``{#id}`` where given, else the slug."""
+    found, fenced = set(), False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        match = None if fenced else re.match(r"^#{2,3} (.+?)\s*$", line)
+        if match:
+            given = re.search(r"\{#([\w-]+)\}$", match.group(1))
+            found.add(given.group(1) if given else slugify(match.group(1)))
+    return found
+
+
+def english(page):
+    return page.with_name(page.name.replace(".zh.md", ".md"))
+
+
+def test_every_required_page_has_a_chinese_edition():
+    missing = [name for name in REQUIRED if not (DOCS / f"{name}.zh.md").is_file()]
+    assert not missing, f"pages without docs/<name>.zh.md: {missing}"
+    orphans = [p.name for p in ZH_PAGES if not english(p).is_file()]
+    assert not orphans, f"Chinese pages without an English page of the same name: {orphans}"
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
+def test_code_math_pictures_and_examples_are_those_of_the_english_page(page):
+    en, zh = shared_parts(english(page).read_text("utf-8")), shared_parts(page.read_text("utf-8"))
+    for n, (a, b) in enumerate(zip(en, zh)):
+        assert a == b, f"{page.name}: shared part {n} differs from {english(page).name}:\n--- en\n{a}\n--- zh\n{b}"
+    assert len(en) == len(zh), (f"{page.name} has {len(zh)} code/math/picture parts, {english(page).name} "
+                                f"{len(en)}: first unmatched {(en if len(en) > len(zh) else zh)[min(len(en), len(zh))]!r}")
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
+def test_headings_keep_the_english_anchors(page):
+    """Links such as ``beam-search.md#worked-example`` land on the same section in both editions."""
+    missing = anchors(english(page).read_text("utf-8")) - anchors(page.read_text("utf-8"))
+    assert not missing, f"{page.name}: add {{#id}} to the heading of each of {sorted(missing)}"
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
+def test_a_chinese_page_is_written_in_chinese(page):
+    """The prose (outside the shared parts) is mostly Chinese: not a copy of the English page."""
+    text = page.read_text("utf-8")
+    for part in shared_parts(text):
+        text = text.replace(part, "")
+    han = len(re.findall(r"[\u4e00-\u9fff]", text))
+    latin_words = len(re.findall(r"\b[A-Za-z]{4,}\b", re.sub(r"`[^`]*`|\([^)]*\.md[^)]*\)", "", text)))
+    assert han > 200 and han > latin_words, f"{page.name}: {han} Chinese characters, {latin_words} English words"
+
+
+def test_the_parts_reader_is_not_vacuous():
+    """It finds each kind of part on a page that has them, and a changed example makes the pages differ."""
+    text = (DOCS / "beam-search.md").read_text("utf-8")
+    parts = shared_parts(text)
+    assert any(p.startswith("```pycon") for p in parts) and any(p.startswith("$$") for p in parts)
+    assert any(p.startswith(":::") for p in parts) and any(p.startswith("file img/") for p in parts)
+    assert shared_parts(text.replace("0.0 [-0.6, -0.8]", "0.0 [-0.6, -0.9]")) != parts
+    assert slugify("transformers 4.38.2 and the source documents") == "transformers-4382-and-the-source-documents"
+
+
+def test_the_nav_labels_of_the_translated_pages_are_translated():
+    """mkdocs.yml's i18n ``nav_translations`` for zh gives a Chinese label to each translated page's nav entry."""
+    config = (ROOT / "mkdocs.yml").read_text("utf-8")
+    nav = config.split("\nnav:", 1)[1]
+    labels = dict((f, lab.strip().strip('"')) for lab, f in re.findall(r"^\s*-\s*(.+?):\s*([\w./-]+\.md)\s*$", nav, re.M))
+    zh_block = config.split("- locale: zh", 1)[1].split("\n  - ", 1)[0]
+    translations = dict((k.strip().strip('"'), v.strip().strip('"'))
+                        for k, v in re.findall(r"^\s{12}(\S.*?):\s+(.+)$", zh_block, re.M))
+    for page in ZH_PAGES:
+        label = labels.get(english(page).name)
+        assert label, f"{english(page).name} is not in the nav"
+        assert re.search(r"[\u4e00-\u9fff]", translations.get(label, "")) or label in ("Overview",), \
+            f"nav label {label!r} has no Chinese translation in mkdocs.yml"
+    assert re.search(r"[\u4e00-\u9fff]", translations.get("Overview", "")), "the overview's label is not translated"
+
+
+def test_the_site_builds_both_languages_with_a_switch_and_offline_search():
+    """The plugin set-up the tests above rely on (the build itself runs in CI: mkdocs build --strict)."""
+    config = (ROOT / "mkdocs.yml").read_text("utf-8")
+    assert re.search(r"^\s*- i18n:\s*$", config, re.M) and "docs_structure: suffix" in config
+    assert "fallback_to_default: true" in config and "- locale: zh" in config
+    assert re.search(r"^\s*lang: \[en, zh\]\s*$", config, re.M), "search does not segment Chinese"
+    assert re.search(r"^\s*- offline\s*$", config, re.M), "search would not work from file://"
+    assert (DOCS / "assets" / "iframe-worker" / "shim.js").is_file() and "assets/iframe-worker/shim.js" in config
+    pyproject = (ROOT / "pyproject.toml").read_text("utf-8")
+    docs_extra = re.search(r"^docs = \[(.*)\]$", pyproject, re.M).group(1)
+    assert "mkdocs-static-i18n" in docs_extra and "jieba" in docs_extra
