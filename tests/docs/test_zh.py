@@ -130,7 +130,7 @@ def test_the_nav_labels_of_the_translated_pages_are_translated():
     labels = dict((f, lab.strip().strip('"')) for lab, f in re.findall(r"^\s*-\s*(.+?):\s*([\w./-]+\.md)\s*$", nav, re.M))
     zh_block = config.split("- locale: zh", 1)[1].split("\n  - ", 1)[0]
     translations = dict((k.strip().strip('"'), v.strip().strip('"'))
-                        for k, v in re.findall(r"^\s{12}(\S.*?):\s+(.+)$", zh_block, re.M))
+                        for k, v in re.findall(r'^\s{12}("[^"]*"|[^":]+):\s+(.+)$', zh_block, re.M))
     for page in ZH_PAGES:
         label = labels.get(english(page).name)
         assert label, f"{english(page).name} is not in the nav"
