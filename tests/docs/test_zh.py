@@ -150,3 +150,15 @@ def test_the_site_builds_both_languages_with_a_switch_and_offline_search():
     pyproject = (ROOT / "pyproject.toml").read_text("utf-8")
     docs_extra = re.search(r"^docs = \[(.*)\]$", pyproject, re.M).group(1)
     assert "mkdocs-static-i18n" in docs_extra and "jieba" in docs_extra
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
+def test_chinese_prose_uses_full_width_punctuation(page):
+    """A comma, colon or semicolon right after a Chinese character is the full-width one (，：；), as a
+    Chinese reader expects; code, links and the shared parts are left alone."""
+    text = page.read_text("utf-8")
+    for part in shared_parts(text):
+        text = text.replace(part, "")
+    prose = re.sub(r"`[^`]*`|\]\([^)]*\)|^(?:>>>|\.\.\.).*$", "", text, flags=re.M)
+    ascii_after_han = re.findall(r".{0,12}[\u4e00-\u9fff][,;:](?!//).{0,12}", prose)
+    assert not ascii_after_han, f"{page.name}: half-width punctuation after Chinese text: {ascii_after_han[:5]}"
