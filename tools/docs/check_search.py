@@ -1,4 +1,4 @@
-"""Check the built docs site's search from disk (file://) in a real headless Chromium, in both languages.
+"""Check the built docs site's search and language switch from disk (file://) in a real headless Chromium.
 
 Material's search runs in a web worker over ``search/search_index.json``. Opened from disk, a browser
 refuses both (no worker from file://, no fetch of a local file), so mkdocs.yml turns on Material's
@@ -9,6 +9,9 @@ search can match. This script types each query into the search box of a page ope
 fails unless the expected page is among the results:
 
     python tools/docs/check_search.py SITE_DIR     # e.g. site/ or /tmp/refdecode-site-ci
+
+It also follows the header's language switch (English → 中文 → English) on every page the Chinese
+edition must have, and checks that the index holds jieba-segmented Chinese.
 
 It drives Chromium over the DevTools protocol on a pipe (``--remote-debugging-pipe``: requests on fd 3,
 answers on fd 4, each a JSON object ended by a NUL byte), so it needs only the standard library and
@@ -32,7 +35,10 @@ from pathlib import Path
 QUERIES = [
     ("zh/index.html", "束搜索", "zh/beam-search.html"),
     ("zh/index.html", "核采样", "zh/top-p.html"),
+    ("zh/index.html", "提前停止", "zh/beam-search.html"),
     ("index.html", "beam search", "beam-search.html"),
+    # one word of code: lunr's token set broke on such a vocabulary once (mkdocs.yml, search separator)
+    ("index.html", "BeamSearchScorer", "beam-search.html"),
 ]
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--allow-file-access-from-files"]
@@ -142,6 +148,30 @@ def search(browser: Browser, site: Path, page: str, query: str) -> dict:
     return found
 
 
+#: Pages whose Chinese edition the language switch must reach (tests/docs/test_zh.py REQUIRED).
+SWITCHED = ["index", "glossary", "source-documents", "choosing-a-strategy", "misconceptions", "greedy", "temperature",
+            "top-k", "top-p", "repetition-penalty", "no-repeat-ngram", "min-length", "beam-search",
+            "group-beam-search", "tokens"]
+
+
+def switch_target(browser: Browser, site: Path, page: str, lang: str) -> dict:
+    """Open ``page`` from disk, follow its language switch's link to ``lang`` as a click would; what opened."""
+    session = browser.open((site / page).as_uri())
+    href = browser.evaluate(session, f"document.querySelector('a.md-select__link[hreflang={lang}]')?.href")
+    if not href:
+        return {"page": None}
+    target = browser.open(href)
+    opened = browser.evaluate(target, "({h1: document.querySelector('h1')?.textContent, "
+                                      "lang: document.documentElement.lang, url: location.href})")
+    return {"page": opened["url"][len(site.as_uri()) + 1:], **opened}
+
+
+def segmented(site: Path) -> bool:
+    """jieba ran: the index's Chinese text is cut into words by zero-width spaces (Material's segmentation)."""
+    index = json.loads((site / "search" / "search_index.json").read_text("utf-8"))
+    return any("\u200b" in doc["text"] for doc in index["docs"] if doc["location"].startswith("zh/"))
+
+
 def main(site_dir: str) -> int:
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
@@ -157,8 +187,20 @@ def main(site_dir: str) -> int:
             failed += not ok
             print(f"{'ok' if ok else 'FAIL'}: {page} from disk, search {query!r}: {found.get('meta')!r}, "
                   f"{len(found['pages'])} pages{'' if ok else f' without {expected}: {found}'}")
+        for name in SWITCHED:
+            there = switch_target(browser, site, f"{name}.html", "zh")
+            back = switch_target(browser, site, f"zh/{name}.html", "en")
+            ok = (there["page"] == f"zh/{name}.html" and there["lang"] == "zh"
+                  and any("\u4e00" <= c <= "\u9fff" for c in there.get("h1") or "") and back["page"] == f"{name}.html")
+            failed += not ok
+            if not ok:
+                print(f"FAIL: the language switch of {name}.html does not lead to its Chinese page and back: {there} {back}")
+        print(f"language switch: {len(SWITCHED)} pages open their Chinese edition (a Chinese <h1>) and switch back")
     finally:
         browser.close()
+    if not segmented(site):
+        print("FAIL: the search index holds no segmented Chinese (is jieba installed?)")
+        failed += 1
     return 1 if failed else 0
 
 
