@@ -119,7 +119,7 @@ def test_source_documents_are_cited_by_short_name():
 
     Docs pages, tutorials and the package's docstrings and comments.
     """
-    files = (PAGES + sorted((ROOT / "tutorials").glob("*.py")) + sorted((ROOT / "tutorials").glob("*.md"))
+    files = (PAGES + ZH_PAGES + sorted((ROOT / "tutorials").glob("*.py")) + sorted((ROOT / "tutorials").glob("*.md"))
              + sorted((ROOT / "refdecode").rglob("*.py")))
     cited = [f"{p.relative_to(ROOT)}:{m.group(0)}" for p in files for m in BY_NUMBER.finditer(p.read_text("utf-8"))]
     assert not cited, f"cite the source documents by their short names (docs/references.md): {cited[:10]}"
