@@ -103,9 +103,12 @@ def test_the_stylesheet_loads_the_font_for_cjk_code_points_only():
 
 
 def test_the_tool_scans_what_reaches_the_site():
-    """The pages and the package's docstrings (mkdocstrings renders them); the scan finds a character in each."""
+    """The pages, the package's docstrings (mkdocstrings renders them), mkdocs.yml's Chinese nav and the theme's
+    Chinese interface; the scan finds a character in each."""
     tool = load_tool()
     scanned = {p.relative_to(ROOT).parts[0] for p in tool.sources()}
-    assert scanned == {"docs", "refdecode"}
+    assert scanned == {"docs", "refdecode", "mkdocs.yml"}          # mkdocs.yml: the Chinese nav labels
+    assert "擎" in tool.cjk_characters()                             # 推理引擎, a nav label only
+    assert set("没有找到符合条件的结果") <= set(tool.cjk_characters())  # the theme's Chinese search message
     text = (ROOT / "refdecode" / "model" / "kv_cache.py").read_text("utf-8")
     assert set(tool.CJK.findall(text)) <= set(tool.cjk_characters()) and tool.CJK.findall(text)
