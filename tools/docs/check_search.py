@@ -24,7 +24,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
+import select
 import subprocess
 import sys
 import tempfile
@@ -40,8 +40,8 @@ QUERIES = [
     # one word of code: lunr's token set broke on such a vocabulary once (mkdocs.yml, search separator)
     ("index.html", "BeamSearchScorer", "beam-search.html"),
 ]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--allow-file-access-from-files"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_site_file_urls import FLAGS, find_chromium  # noqa: E402  (the same offline Chromium flags)
 
 #: Types the query the way a reader does (focus, value, input/keyup events), then waits for result links.
 SEARCH_JS = """
@@ -74,7 +74,7 @@ class Browser:
         self._profile = tempfile.TemporaryDirectory()
         # Chromium reads the protocol on fd 3 and writes on fd 4.
         self._proc = subprocess.Popen(
-            [binary, *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={self._profile.name}", "about:blank"],
+            [binary, *FLAGS, "--allow-file-access-from-files", "--remote-debugging-pipe", f"--user-data-dir={self._profile.name}", "about:blank"],
             pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             preexec_fn=lambda: (os.dup2(to_chrome_r, 3), os.dup2(from_chrome_w, 4)))
         for fd in (to_chrome_r, from_chrome_w):
@@ -92,6 +92,8 @@ class Browser:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             while b"\0" not in self._buffer:
+                if not select.select([self._from_chrome], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                    raise TimeoutError(method)
                 chunk = os.read(self._from_chrome, 1 << 16)
                 if not chunk:
                     raise RuntimeError("Chromium closed the pipe")
@@ -173,9 +175,8 @@ def segmented(site: Path) -> bool:
 
 
 def main(site_dir: str) -> int:
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    binary = find_chromium()
     if binary is None:
-        print("chromium not found (apt-get install -y chromium)", file=sys.stderr)
         return 2
     site = Path(site_dir).resolve()
     browser = Browser(binary)

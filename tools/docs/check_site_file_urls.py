@@ -27,6 +27,14 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+def find_chromium() -> str | None:
+    """The Chromium on PATH (a message on stderr when there is none; tools/docs/check_search.py uses it too)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        print("chromium not found (apt-get install -y chromium)", file=sys.stderr)
+    return browser
+
+
 def dump_dom(browser: str, url: str) -> str:
     """The page's DOM after Chromium loaded ``url`` (scripts run)."""
     out = subprocess.run([browser, *FLAGS, "--dump-dom", url], capture_output=True, text=True, timeout=120)
@@ -44,9 +52,8 @@ def internal_links(dom: str, page_url: str, site: Path) -> list[str]:
 
 
 def main(site_dir: str) -> int:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    browser = find_chromium()
     if browser is None:
-        print("chromium not found (apt-get install -y chromium)", file=sys.stderr)
         return 2
     site = Path(site_dir).resolve()
     index = (site / "index.html").as_uri()
