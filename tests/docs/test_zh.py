@@ -11,6 +11,7 @@ same change. It reads the files only (no mkdocs), like test_docs.py.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import unicodedata
 
@@ -25,34 +26,12 @@ REQUIRED = ["index", "glossary", "source-documents", "choosing-a-strategy", "mis
             "temperature", "top-k", "top-p", "repetition-penalty", "no-repeat-ngram", "min-length",
             "beam-search", "group-beam-search", "tokens"]
 
-_BLOCK_START = re.compile(r"^\s*(```|\$\$|<pre class=\"diagram\">)")
-
-
-def shared_parts(text: str) -> list[str]:
-    """What must be equal in both languages, in page order: fenced blocks, math blocks, diagrams
-    (whole, byte for byte), ``:::`` lines, picture and data-file targets (``img/...``), ``--8<--`` includes."""
-    parts, lines, i = [], text.split("\n"), 0
-    while i < len(lines):
-        line, start = lines[i], _BLOCK_START.match(lines[i])
-        if start:
-            opener = start.group(1)
-            one_line_math = opener == "$$" and line.strip().endswith("$$") and len(line.strip()) > 2
-            j = i
-            if not one_line_math:
-                j = i + 1
-                closes = {"```": lambda s: s.startswith("```"), "$$": lambda s: s.endswith("$$"),
-                          '<pre class="diagram">': lambda s: s.endswith("</pre>")}[opener]
-                while j < len(lines) and not closes(lines[j].strip()):
-                    j += 1
-            parts.append("\n".join(lines[i:j + 1]))
-            i = j + 1
-            continue
-        if line.startswith(":::"):
-            parts.append(line.strip())
-        parts += [f"file {target}" for target in re.findall(r"\]\(((?:img|assets)/[^)#\s]+)\)", line)]
-        parts += [f"include {target}" for target in re.findall(r"--8<--\s*\"([^\"]+)\"", line)]
-        i += 1
-    return parts
+spec = importlib.util.spec_from_file_location("zh_sync", ROOT / "tools" / "docs" / "zh_sync.py")
+zh_sync = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(zh_sync)
+#: fenced blocks, math blocks, diagrams (whole, byte for byte), ``:::`` lines, picture and data-file targets
+#: (``img/...``), ``--8<--`` includes: what tools/docs/zh_sync.py keeps equal
+shared_parts = zh_sync.shared_parts
 
 
 def slugify(heading: str) -> str:
@@ -93,6 +72,7 @@ def test_code_math_pictures_and_examples_are_those_of_the_english_page(page):
         assert a == b, f"{page.name}: shared part {n} differs from {english(page).name}:\n--- en\n{a}\n--- zh\n{b}"
     assert len(en) == len(zh), (f"{page.name} has {len(zh)} code/math/picture parts, {english(page).name} "
                                 f"{len(en)}: first unmatched {(en if len(en) > len(zh) else zh)[min(len(en), len(zh))]!r}")
+    # (python tools/docs/zh_sync.py --fix copies changed English blocks into the Chinese page)
 
 
 @pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
@@ -177,3 +157,17 @@ def test_the_audit_runs_each_of_its_29_claims(name):
     for start, n in starts:
         section = text[start: next(e for e in ends if e > start)]
         assert "\n>>> " in section, f"{name}: claim {n} has no worked example"
+
+
+def test_the_sync_tool_copies_a_changed_example_and_refuses_a_new_one(tmp_path, monkeypatch):
+    """An English example edited in place is copied over (the prose stays); an added one is left to a translator."""
+    en = "# T\n\nProse.\n\n```pycon\n>>> 1 + 1\n2\n\n```\n\n$$\nx\n$$\n"
+    (tmp_path / "p.md").write_text(en.replace("1 + 1\n2", "2 + 2\n4"), encoding="utf-8")
+    (tmp_path / "p.zh.md").write_text(en.replace("Prose.", "中文。"), encoding="utf-8")
+    monkeypatch.setattr(zh_sync, "DOCS", tmp_path)
+    assert zh_sync.main([]) == 1
+    assert "copied parts [0]" in zh_sync.sync(tmp_path / "p.zh.md", fix=True)
+    assert (tmp_path / "p.zh.md").read_text("utf-8") == en.replace("Prose.", "中文。").replace("1 + 1\n2", "2 + 2\n4")
+    assert zh_sync.main([]) == 0
+    (tmp_path / "p.md").write_text(en + "\n```python\nnew = 1\n```\n", encoding="utf-8")
+    assert "edit it by hand" in zh_sync.sync(tmp_path / "p.zh.md", fix=True)
