@@ -214,8 +214,8 @@ class GenerationConfig:
     def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
         """``cls(**config_dict, **kwargs)``; with ``return_unused_kwargs=True``, also the kwargs that set nothing."""
         return_unused = kwargs.pop("return_unused_kwargs", False)
-        config = cls(**{**config_dict, **kwargs})
-        unused = config.update(**kwargs)
+        config = cls(**{**config_dict, **kwargs})  # validated once, by the constructor
+        unused = config.update(**kwargs) if kwargs else {}
         return (config, unused) if return_unused else config
 
     @classmethod

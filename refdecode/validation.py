@@ -51,7 +51,7 @@ import numpy as np
 __all__ = ["warn", "ArgumentTypeError", "is_integer", "is_number", "is_boolean", "describe", "check_integer",
            "check_float", "check_probability", "check_boolean", "check_choice", "check_token_ids",
            "read_text_file", "read_json_file", "open_regular_file", "memory_limit", "check_allocation", "format_bytes",
-           "is_float", "eos_list", "check_token_list", "check_sequence_bias", "bad_words_bias"]
+           "is_float"]
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -89,6 +89,11 @@ def is_integer(x: Any) -> bool:
 def is_number(x: Any) -> bool:
     """A Python/NumPy integer or float, not a bool (NaN and inf are numbers; ranges are checked apart)."""
     return is_integer(x) or isinstance(x, (float, np.floating))
+
+
+def is_float(x: Any) -> bool:
+    """A Python or NumPy float. transformers checks ``isinstance(x, float)``, so ``2`` is refused."""
+    return isinstance(x, (float, np.floating))
 
 
 def is_boolean(x: Any) -> bool:
@@ -379,71 +384,3 @@ def check_allocation(what: str, nbytes: int, because: str) -> None:
     if nbytes > limit:
         raise ValueError(f"{what} would need {format_bytes(nbytes)} ({because}), more than this machine's memory "
                          f"({format_bytes(limit)})")
-
-
-# ----------------------------------------------------------------------------------------------------
-# token ids and id sequences, in transformers 4.38.2's wording: shared by the processors
-# (refdecode.processors.arguments holds the checks only processors need) and GenerationConfig
-# ----------------------------------------------------------------------------------------------------
-
-def is_float(x) -> bool:
-    """A Python or NumPy float. transformers checks ``isinstance(x, float)``, so ``2`` is refused."""
-    return isinstance(x, (float, np.floating))
-
-
-def eos_list(eos_token_id) -> list[int]:
-    """``int | list[int]`` -> non-negative ids, for a processor that writes the eos scores (``[]``: none). A
-    negative id, which ``generate`` accepts (no token matches it), is refused: torch would write the last token's."""
-    ids = [eos_token_id] if is_integer(eos_token_id) else eos_token_id
-    if not isinstance(ids, (list, tuple)) or not all(is_integer(i) for i in ids):
-        raise ValueError(
-            f"`eos_token_id` has to be a non-negative integer or a list of non-negative integers, but is {eos_token_id}"
-        )
-    if any(i < 0 for i in ids):
-        raise ValueError(f"`eos_token_id` has to hold non-negative ids for a processor that writes the eos scores, "
-                         f"but is {eos_token_id}: a negative id matches no token (decoding never stops on eos), and "
-                         f"transformers 4.38.2 would write the vocabulary's last token here (torch indexes from the "
-                         f"end); leave min_length / min_new_tokens / forced_eos_token_id / "
-                         f"exponential_decay_length_penalty unset with a negative eos")
-    return [int(i) for i in ids]
-
-
-def check_token_list(name: str, ids) -> list[int]:
-    """A list (or tuple) of non-negative integer token ids."""
-    if not isinstance(ids, (list, tuple)) or not all(is_integer(i) and i >= 0 for i in ids):
-        raise ValueError(f"`{name}` has to be a list of non-negative integer token ids, but is {ids!r}")
-    return [int(i) for i in ids]
-
-
-#: ``bad_words_ids`` / ``sequence_bias``: container, item type, and the words of transformers' messages for them
-_ID_SEQUENCES = {"sequence_bias": (dict, tuple, "dictionary", "a dict with tuples as keys", "Each key in", "tuple"),
-                 "bad_words_ids": (list, list, "list", "a list of lists", "Each list in", "list")}
-
-
-def _check_id_sequences(name: str, value) -> None:
-    """``value`` a non-empty container of non-empty sequences of ids >= 0 (transformers' checks and messages)."""
-    kind, item_kind, kind_word, shape_words, each, item_word = _ID_SEQUENCES[name]
-    if not isinstance(value, kind) or len(value) == 0:
-        raise ValueError(f"`{name}` has to be a non-empty {kind_word}, but is {value!r}.")
-    if any(not isinstance(seq, item_kind) for seq in value):  # a dict's keys
-        raise ValueError(f"`{name}` has to be {shape_words}, but is {value!r}.")
-    if any(len(seq) == 0 or not all(is_integer(t) and t >= 0 for t in seq) for seq in value):
-        raise ValueError(f"{each} `{name}` has to be a non-empty {item_word} of non-negative integers, "
-                         f"but is {value!r}.")
-
-
-def check_sequence_bias(sequence_bias) -> dict:
-    """A non-empty dict {tuple of token ids: float} (transformers' ``_validate_arguments``)."""
-    _check_id_sequences("sequence_bias", sequence_bias)
-    if any(not is_float(bias) for bias in sequence_bias.values()):
-        raise ValueError(f"`sequence_bias` has to be a dict with floats as values, but is {sequence_bias!r}.")
-    return {tuple(int(t) for t in seq): float(bias) for seq, bias in sequence_bias.items()}
-
-
-def bad_words_bias(bad_words_ids, eos_token_id) -> dict:
-    """``bad_words_ids`` (non-empty list of non-empty lists of ids) -> {tuple: -inf}, ``[eos]`` words dropped.
-    Checked before they are dropped, as in 4.38.2: ``[[eos]]`` gives an empty bias, a processor changing nothing."""
-    _check_id_sequences("bad_words_ids", bad_words_ids)
-    eos = [] if eos_token_id is None else eos_list(eos_token_id)
-    words = [word for word in bad_words_ids if all(word != [e] for e in eos)]
-    return {tuple(int(t) for t in word): float("-inf") for word in words}
