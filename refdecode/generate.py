@@ -126,8 +126,8 @@ def _merged_config(model: Any, generation_config: GenerationConfig | None, kwarg
         raise ValueError(f"The following `model_kwargs` are not used by the model: {names} (note: typos in "
                          "the generate arguments will also show up in this list)")
     if config.pad_token_id is None and config.eos_token_id is not None:
-        eos = config.eos_token_id
-        config.pad_token_id = (eos[0] if eos else None) if isinstance(eos, list) else eos  # "for open-end generation"
+        eos = eos_list(config.eos_token_id, no_token=True)
+        config.pad_token_id = eos[0] if eos else None  # "for open-end generation"
     return config
 
 
