@@ -7,12 +7,15 @@ Counts, for one run of the command line (loading, generating and printing):
   are merged into a config (calls of ``GenerationConfig.update``);
 - ``modes``: how often the decoding mode is worked out (calls of ``generation_mode``);
 - ``files``: the package files that run code for the request (a Python function of theirs is called;
-  the package is imported first, so importing does not count).
+  the package is imported first, so importing does not count);
+- ``edges``: which request-layer module calls which (``cli.py -> generate.py``): a request goes one way,
+  cli -> generate -> dispatch -> the loop, with the pipeline and the rules called by ``generate``.
 
 Usage::
 
     python tools/profile_request.py                      # the two requests below, one line each
     python tools/profile_request.py --files -- "ROMEO:" --num-beams 4   # one request, and its files
+    python tools/profile_request.py --root OTHER_CHECKOUT   # the same requests on another checkout's package
 
 The defaults are ``refdecode "ROMEO:" --do-sample --top-p 0.9`` and ``refdecode "ROMEO:" --num-beams 4``
 (with ``--max-new-tokens 8``, which changes no count: it only shortens the loop). ``tests/test_generate.py``
@@ -32,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REQUESTS = {"sampling": ["ROMEO:", "--do-sample", "--top-p", "0.9", "--max-new-tokens", "8"],
             "beam search": ["ROMEO:", "--num-beams", "4", "--max-new-tokens", "8"]}
+#: the request layer: the top-level modules a request passes through
+REQUEST_LAYER = {"cli.py", "generate.py", "dispatch.py", "pipeline.py", "generation_config.py", "generation_rules.py"}
 #: what is counted: (file of the package, function name) -> counter
 COUNTED = {("generation_config.py", "model_generation_config"): "merges",
            ("generation_config.py", "update"): "updates"}
@@ -45,11 +50,15 @@ class Profile:
     updates: int = 0
     modes: int = 0
     files: set[str] = field(default_factory=set)
+    edges: set[tuple[str, str]] = field(default_factory=set)
 
 
-def profile(argv: list[str]) -> Profile:
-    """Run ``refdecode ARGV`` (stdout and stderr captured) under a profiler; return what it counted."""
-    sys.path.insert(0, str(ROOT))
+def profile(argv: list[str], root: Path = ROOT) -> Profile:
+    """Run ``refdecode ARGV`` (stdout and stderr captured) under a profiler; return what it counted.
+
+    ``root``: the checkout whose package runs (it must be the first ``refdecode`` imported in this process).
+    """
+    sys.path.insert(0, str(root))
     import refdecode
     from refdecode import cli
 
@@ -66,6 +75,10 @@ def profile(argv: list[str]) -> Profile:
         if not path.is_relative_to(package):
             return
         found.files.add(str(path.relative_to(package.parent)))
+        caller = Path(frame.f_back.f_code.co_filename) if frame.f_back is not None else path
+        if caller != path and caller.parent == package and path.parent == package and \
+                {caller.name, path.name} <= REQUEST_LAYER:
+            found.edges.add((caller.name, path.name))
         name = frame.f_code.co_name
         if name == "generation_mode":
             found.modes += 1
@@ -90,13 +103,15 @@ def profile(argv: list[str]) -> Profile:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", action="store_true", help="also list the package files touched")
+    ap.add_argument("--root", type=Path, default=ROOT, help="the checkout whose package runs (default: this one)")
     ap.add_argument("argv", nargs="*", help="one request's arguments (after --); default: the two requests above")
     args = ap.parse_args()
     requests = {" ".join(args.argv): args.argv} if args.argv else REQUESTS
     for label, argv in requests.items():
-        p = profile(argv)
+        p = profile(argv, args.root)
         print(f"{label}: config merged {p.merges} (options merged by update {p.updates}), mode worked out "
-              f"{p.modes}, {len(p.files)} package files")
+              f"{p.modes}, {len(p.files)} package files; request layer: "
+              + ", ".join(f"{a} -> {b}" for a, b in sorted(p.edges)))
         if args.files:
             print("  " + "\n  ".join(sorted(p.files)))
     return 0
