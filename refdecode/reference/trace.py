@@ -352,7 +352,7 @@ def load_trace(path: str | Path) -> dict:
     ``MAX_TRACE_BYTES``, not UTF-8, not JSON, not a refdecode trace, or not valid under ``trace_schema.json``
     (the first errors, each with its JSON path); FileNotFoundError for a missing file.
     """
-    from ..validation import read_json_file
+    from ..text.files import read_json_file
     from .schema import validate
 
     trace = read_json_file(path, "trace", dict, max_bytes=MAX_TRACE_BYTES)
