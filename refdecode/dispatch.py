@@ -140,8 +140,8 @@ def _contrastive(r: DecodeRequest) -> Any:
                               recorder=r.recorder, **r.loop_arguments())
 
 
-def _beam_scorer(r: DecodeRequest) -> BeamSearchScorer:
-    c, groups = r.config, r.config.num_beam_groups if r.mode == "group_beam_search" else 1
+def _beam_scorer(r: DecodeRequest, groups: int = 1) -> BeamSearchScorer:
+    c = r.config
     return BeamSearchScorer(batch_size=r.input_ids.shape[0], num_beams=c.num_beams, length_penalty=c.length_penalty,
                             do_early_stopping=c.early_stopping, num_beam_hyps_to_keep=c.num_return_sequences,
                             num_beam_groups=groups, max_length=c.max_length)
@@ -161,7 +161,7 @@ def _beam_sample(r: DecodeRequest) -> Any:
 
 def _group_beam_search(r: DecodeRequest) -> Any:
     ids, mask = r.repeated(r.config.num_beams)
-    return group_beam_search(r.model, ids, _beam_scorer(r), attention_mask=mask, recorder=r.recorder,
+    return group_beam_search(r.model, ids, _beam_scorer(r, r.config.num_beam_groups), attention_mask=mask, recorder=r.recorder,
                              **r.loop_arguments())
 
 
