@@ -91,17 +91,21 @@ def prepare(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | None
     The command line calls it to learn the mode (to stream or not) before :func:`decode`; ``generate`` is the
     two in one call.
     """
+    # 1-2) the config, merged once (pad = eos if unset)
     config = _merged_config(model, generation_config, kwargs)
+    # 3) the prompt and its mask
     input_ids, attention_mask = check_inputs(model, input_ids, attention_mask)
     if attention_mask is None:
         attention_mask = _default_attention_mask(input_ids, config.pad_token_id,
                                                  eos_list(config.eos_token_id, no_token=True))
+    # 4) the lengths
     batch, prompt_len = input_ids.shape
     for message in length_warnings(config, max_length_given=kwargs.get("max_length") is not None):
         warn(message)
     if config.max_new_tokens is not None:
         config.max_length = config.max_new_tokens + prompt_len
     check_lengths(model, config, prompt_len)
+    # 5) the mode, worked out once; its row of MODES says how many rows the loop holds
     mode = generation_mode(config, assistant_model)
     check_memory(model, config, MODES[mode].rows_from, batch, prompt_len)
     return Request(model, input_ids, attention_mask, config, mode, assistant_model, tuple(kwargs))
@@ -154,7 +158,6 @@ def length_warnings(config: GenerationConfig, max_length_given: bool) -> list[st
     return messages
 
 
-
 # ---- step 6: build the lists, hand one request to dispatch
 
 
@@ -177,6 +180,7 @@ def decode(request: Request, *, logits_processor: Any = None, stopping_criteria:
         streamer.put(input_ids)
     recorder = check_trace(trace, mode.traced)
     recorder.start(request.mode, input_ids, config)
+    # 6) the processors, the warpers (a mode that draws, with do_sample) and the stopping criteria, together
     prompt_len = input_ids.shape[1]
     processors = logits_processors(config, prompt_len, logits_processor, prompt=input_ids, model=model,
                                    prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
@@ -186,6 +190,7 @@ def decode(request: Request, *, logits_processor: Any = None, stopping_criteria:
     warpers = logits_warpers(config) if mode.draws and config.do_sample else None
     criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria, tokenizer)
     outputs = None if mode.own_outputs else OutputRecorder.for_config(model, config)  # hidden states, attentions
+    # 7) one request to dispatch, which repeats the rows and runs the mode's loop
     result = run(DecodeRequest(
         request.mode, model if outputs is None else outputs.model_for_loop, input_ids, request.attention_mask,
         config, processors, criteria, recorder, warpers=warpers,
