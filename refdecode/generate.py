@@ -190,7 +190,7 @@ def decode(request: Request, *, logits_processor: Any = None, stopping_criteria:
     warpers = logits_warpers(config) if mode.draws and config.do_sample else None
     criteria = stopping_criteria_for(config, int(model.config.n_positions), stopping_criteria, tokenizer)
     outputs = None if mode.own_outputs else OutputRecorder.for_config(model, config)  # hidden states, attentions
-    # 7) one request to dispatch, which repeats the rows and runs the mode's loop
+    # ... handed in one request to dispatch, which repeats the rows and runs the mode's loop
     result = run(DecodeRequest(
         request.mode, model if outputs is None else outputs.model_for_loop, input_ids, request.attention_mask,
         config, processors, criteria, recorder, warpers=warpers,
