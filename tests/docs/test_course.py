@@ -104,6 +104,7 @@ def test_the_outline_quotes_what_the_demo_prints(demo_outputs, command, quoted):
     assert quoted in demo_outputs[command].stdout, demo_outputs[command].stdout[:2000]
 
 
+@pytest.mark.slow
 def test_the_stop_string_demo_stops_early(demo_outputs):
     assert demo_outputs['refdecode "ROMEO:" --stop "." --max-new-tokens 30'].stdout.strip() == "ROMEO:\nI'll not be so."
 
