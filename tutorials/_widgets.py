@@ -49,7 +49,8 @@ def _box(widgets, children: list, static) -> object:
     A live notebook renders the widget view; anything that cannot run widgets (a notebook executed by
     nbconvert / nbclient and opened later, GitHub, an HTML export without widget state) falls back to the
     next mime type of the same output: ``text/html`` (the chart or tree at the sliders' position when the
-    cell ran) or ``text/plain`` (the same as text). ``static() -> (html, text)``.
+    cell ran) or ``text/plain`` (the same as text). ``static() -> (html, text)``. (``jupyter nbconvert --to
+    html`` is the exception: it always renders the widget view, with a script from a CDN.)
     """
 
     class StaticFallbackVBox(widgets.VBox):
