@@ -13,7 +13,8 @@ answer and yours, and, when your answer is a typical mistake, what it did ("you 
 that crosses p"). It returns True or False and never raises, so a tutorial runs top to bottom
 whatever state your exercise is in. Your function may name its parameters as you like: the checker
 calls it with keywords when the names match the exercise's, positionally (in the exercise's order)
-otherwise. ``hint(name)`` prints the next of the exercise's staged hints. The levels (★ to ★★★),
+otherwise. ``hint(name)`` prints the next of the exercise's staged hints (which ones you have seen is
+kept in ``tutorials/.hints.json`` across runs; ``reset_hints()`` starts over). The levels (★ to ★★★),
 rules, hints and typical mistakes are in ``_lab_guide.py``.
 
 The solutions are in ``tutorials/solutions/`` (one file per tutorial). They are not part of the
@@ -25,8 +26,10 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -558,21 +561,48 @@ def diagnose(name: str, fn: Callable[..., Any], cases: list[Case], failing: int)
     return on_this_case
 
 
-_hints_shown: dict[str, int] = {}
+# Which hints you have seen, per exercise, kept across runs of the tutorials (a script run or a kernel restart
+# starts where you stopped). The file is git-ignored; reset_hints() or deleting it starts over.
+HINTS_FILE = Path(__file__).resolve().parent / ".hints.json"
+
+
+def _hint_stages() -> dict[str, int]:
+    """exercise name -> the highest hint stage shown so far, from HINTS_FILE ({} if absent or unreadable)."""
+    try:
+        data = json.loads(HINTS_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
 
 
 def hint(name: str, stage: int | None = None) -> str:
     """Print (and return) hint ``stage`` (1 = a nudge, the last nearly the answer) of exercise ``name``;
-    without ``stage``, the next hint not shown yet."""
+    without ``stage``, the next hint not shown yet, counted across runs (HINTS_FILE)."""
     hints = GUIDES[name].hints
+    shown = _hint_stages()
     if stage is None:
-        stage = min(_hints_shown.get(name, 0) + 1, len(hints))
+        stage = min(shown.get(name, 0) + 1, len(hints))
     if not 1 <= stage <= len(hints):
         raise ValueError(f"`stage` has to be an int in [1, {len(hints)}] for {name!r}, but is {stage}")
-    _hints_shown[name] = max(_hints_shown.get(name, 0), stage)
+    shown[name] = max(shown.get(name, 0), stage)
+    try:
+        HINTS_FILE.write_text(json.dumps(shown, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        kept = ""
+    except OSError:   # a read-only checkout: the hint is shown, the stage is not remembered
+        kept = f"; could not write {HINTS_FILE.name}, so pass the stage: hint({name!r}, {stage + 1})"
+    more = (f"next: hint({name!r}) again" if shown[name] < len(hints) else "that was the last hint")
     text = f"hint {stage}/{len(hints)} for {name}: {hints[stage - 1]}"
-    print(text)
+    print(f"{text}\n      ({more}; hint({name!r}, 1) rereads one; reset_hints() starts over{kept})")
     return text
+
+
+def reset_hints(name: str | None = None) -> None:
+    """Forget the hints shown for ``name`` (or for every exercise): the next hint() starts at 1 again."""
+    shown = {} if name is None else {k: v for k, v in _hint_stages().items() if k != name}
+    try:
+        HINTS_FILE.write_text(json.dumps(shown, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError:
+        pass
 
 
 def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:

@@ -10,6 +10,7 @@ stubs unimplemented (``tests/test_tutorials.py`` runs them).
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -359,16 +360,49 @@ def test_positional_and_keyword_solutions_are_both_accepted():
     assert not ok and "your function takes (probs); the exercise passes (probs, p)" in report
 
 
-def test_hints_are_staged(capsys):
+def test_hints_are_staged(capsys, tmp_path, monkeypatch):
     from _lab_guide import GUIDES
     for name, guide in GUIDES.items():
         assert 2 <= len(guide.hints) <= 4 and 1 <= guide.level <= 3, name
-    _labs._hints_shown.clear()
+    monkeypatch.setattr(_labs, "HINTS_FILE", tmp_path / ".hints.json")
     first, second = _labs.hint("is_done"), _labs.hint("is_done")
     assert first.startswith("hint 1/3 for is_done") and second.startswith("hint 2/3 for is_done")
     assert _labs.hint("is_done", 3).endswith(GUIDES["is_done"].hints[2])
     with pytest.raises(ValueError, match=r"`stage` has to be an int in \[1, 3\]"):
         _labs.hint("is_done", 4)
+
+
+def test_hint_stages_survive_a_new_run(tmp_path, monkeypatch):
+    """hint() used to count in a dict that every script run or kernel restart emptied, so a student saw hint 1
+    again and again. The stage is kept per exercise in a file: a fresh interpreter (a second run of the
+    tutorial) continues where the first stopped, another exercise starts at 1, and reset_hints() starts over."""
+    state = tmp_path / ".hints.json"
+    program = ("import sys; sys.path.insert(0, sys.argv[1]); import _labs; from pathlib import Path; "
+               "_labs.HINTS_FILE = Path(sys.argv[2]); exec(sys.argv[3])")
+
+    def fresh_run(code: str) -> str:
+        return subprocess.run([sys.executable, "-c", program, str(TUTORIALS_DIR), str(state), code],
+                              capture_output=True, text=True, check=True, cwd=ROOT).stdout
+
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 1/3 for is_done")
+    out = fresh_run('_labs.hint("is_done")')
+    assert out.startswith("hint 2/3 for is_done") and "next: hint('is_done') again" in out
+    assert fresh_run('_labs.hint("llama_top_p")').startswith("hint 1/")      # per exercise
+    assert "that was the last hint" in fresh_run('_labs.hint("is_done")')
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 3/3")         # stays at the last one
+    assert json.loads(state.read_text("utf-8")) == {"is_done": 3, "llama_top_p": 1}
+    fresh_run('_labs.reset_hints("is_done")')
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 1/3 for is_done")
+    assert json.loads(state.read_text("utf-8"))["llama_top_p"] == 1
+    state.write_text("not json", encoding="utf-8")                           # a broken file is a fresh start
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 1/3 for is_done")
+    monkeypatch.setattr(_labs, "HINTS_FILE", tmp_path / "missing" / "dir" / ".hints.json")   # unwritable
+    assert _labs.hint("is_done").startswith("hint 1/3")
+
+
+def test_the_hint_state_file_is_not_committed():
+    ignored = subprocess.run(["git", "check-ignore", "-q", "tutorials/.hints.json"], cwd=ROOT)
+    assert ignored.returncode == 0, "tutorials/.hints.json (hint() stages) must be git-ignored"
 
 
 def _exercise_text(path) -> str:
