@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from _run import check_all
-from assignment.processors import no_repeat_ngram_banned, repetition_penalty  # noqa: F401 (graded: problem 1)
+from submission.processors import no_repeat_ngram_banned, repetition_penalty  # noqa: F401 (graded: problem 1)
 
 
 def min_length(input_ids, scores, min_length, eos_token_id):

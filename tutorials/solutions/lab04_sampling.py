@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from _run import check_all
-from assignment.processors import llama_top_p, top_k_filter  # noqa: F401 (graded: problem 1)
+from submission.processors import llama_top_p, top_k_filter  # noqa: F401 (graded: problem 1)
 
 
 def temperature_softmax(logits, temperature):

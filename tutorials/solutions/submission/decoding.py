@@ -3,7 +3,7 @@
 Greedy search, sampling (temperature -> top-k -> top-p, then one inverse-CDF draw per row from the uniforms
 given) and beam search, written end to end on ``model(input_ids) -> logits (N, V)``, with numpy only. Each
 equals transformers 4.38.2's ``generate`` (refdecode's, its golden reference) token for token; the rules
-that make it exact are the handout's. Grade it: ``python tools/course/grade.py tutorials/solutions/assignment``.
+that make it exact are the handout's. Grade it: ``python tools/course/grade.py tutorials/solutions/submission``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The same functions are the solutions of tutorials 03 and 04's exercises (``lab03_greedy.py`` and
 ``lab04_sampling.py`` import them from here). numpy only. Grade it:
-``python tools/course/grade.py tutorials/solutions/assignment``.
+``python tools/course/grade.py tutorials/solutions/submission``.
 """
 
 from __future__ import annotations
