@@ -129,7 +129,7 @@ def grade_test(submission: Path, test: Test, cases: list[dict], timeout: float, 
     messages, stopped = run_sandboxed(submission, test, [c["args"] for c in cases], timeout, memory_mb, denied)
     refused = [m["refused"] for m in messages if isinstance(m.get("refused"), str)]
     if refused:
-        return _entry(test, 0.0, f"{head}: 0 -- {refused[0]}")
+        return _entry(test, 0.0, f"{head}: 0 points, refused: {refused[0]}")
     failures, passed, answered = [], 0, set()
     for m in messages:
         i = m.get("case")

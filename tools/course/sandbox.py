@@ -54,10 +54,14 @@ def blocked(name: str) -> bool:
 
 
 class Blocker(importlib.abc.MetaPathFinder):
-    """Refuses the blocked modules with a message that says why."""
+    """Refuses the blocked modules with a message that says why, and records the attempt in ``refusals``."""
+
+    def __init__(self, refusals: list[str]):
+        self.refusals = refusals
 
     def find_spec(self, name, path=None, target=None):  # noqa: ANN001 -- importlib's protocol
         if blocked(name):
+            self.refusals.append(f"importing {name}")
             raise ImportError(f"{name} is not available in the graded part of the assignment (write it yourself)")
         return None
 
@@ -140,8 +144,8 @@ def main() -> None:
     sys.stdin.close()
     package = Path(bare_refdecode().__path__[0]).resolve()
     model = task.harness.NextTokenModel.load() if module_name == "decoding" else None
-    sys.meta_path.insert(0, Blocker())
     walls = Walls(task.ROOT.resolve(), package, submission, denied)
+    sys.meta_path.insert(0, Blocker(walls.refusals))
     sys.addaudithook(walls)
     sys.path.insert(0, str(submission))
 

@@ -4,7 +4,7 @@ assignment's handout and starters; no solution, no hidden case, no grader.
     python tools/course/student_copy.py OUT          # OUT must not exist yet (or be an empty folder)
 
 What goes in: ``README.md``, ``pyproject.toml``, ``refdecode/`` (students run it; the assignment forbids
-calling its decoding in the graded part, and the grader enforces it), ``models/`` (the shipped models),
+calling its decoding in the graded part, and the grader enforces it), the two shipped models of ``models/``,
 ``tutorials/`` without ``tutorials/solutions/`` (the exercises are stubs there; the checker prints no expected
 value), ``tutorials/assignment/`` (the starters and ``selfcheck.py``), and ``docs/`` without the instructors'
 course pages: of ``docs/course/`` only the student pages in STUDENT_PAGES, and ``assignment.md`` cut before its
@@ -22,9 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Top-level entries copied (everything else stays out).
-INCLUDED = ("README.md", "pyproject.toml", "LICENSE", "refdecode", "models", "tutorials", "docs")
+INCLUDED = ("README.md", "pyproject.toml", "LICENSE", "refdecode", "models/README.md", "models/tiny-shakespeare",
+            "models/gpt2-tiny", "tutorials", "docs")
 #: Paths (relative to the root) never copied, with everything under them.
-EXCLUDED = ("tutorials/solutions", "tutorials/.hints.json", "docs/course", "models/gpt2-124m-shaped")
+EXCLUDED = ("tutorials/solutions", "tutorials/.hints.json", "docs/course")
 #: The course pages a student reads (the others hold answers: the instructor guide, the questions' answers).
 STUDENT_PAGES = ("assignment.md", "handout.md", "syllabus.md")
 #: The heading from which docs/course/assignment.md is for instructors only.
