@@ -222,3 +222,16 @@ def test_no_expected_value_is_printed_or_written(tmp_path):
     shown = (_numbers(proc.stdout) | _numbers(out.read_text())) - _numbers(labels)
     assert len(answers) > 100 and not shown & answers, shown & answers
     assert "sequence_scores differ" in proc.stdout and "token ids differ at step" in proc.stdout
+
+
+def test_source_copied_from_refdecode_is_flagged_not_zeroed(tmp_path):
+    """Copied text is the student's own code to Python, so it is a plagiarism question: flagged for a person."""
+    import inspect
+
+    from refdecode.processors.logits_warp import top_p_warp
+    sub = _submission(tmp_path)
+    with open(sub / "decoding.py", "a") as f:
+        f.write("\n\n" + inspect.getsource(top_p_warp).replace("def top_p_warp", "def my_top_p"))
+    flags = grade.similar_to_refdecode(sub)
+    assert flags == ["decoding.py:my_top_p ~ refdecode/processors/logits_warp.py:top_p_warp (1.00)"], flags
+    assert grade.similar_to_refdecode(REFERENCE) == []          # the reference solution is written independently
