@@ -654,7 +654,8 @@ def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
             args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
             why = None if callable(expected) else diagnose(name, fn, cases, i)
             why_line = f"\n      why      {why}" if why else stuck
-            return False, f"[x] {title}: case {i + 1}/{len(cases)} ({label}): {problem}\n      input    {args}{why_line}"
+            return False, (f"[x] {title}: case {i + 1}/{len(cases)} ({label}): {problem}\n      input    {args}"
+                           f"{why_line}")
     return True, f"[v] {title}: all {len(cases)} cases match refdecode"
 
 

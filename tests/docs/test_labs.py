@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import ROOT
+from leak_checks import answer_numbers, numbers_in
 
 TUTORIALS_DIR = ROOT / "tutorials"
 SOLUTIONS_DIR = TUTORIALS_DIR / "solutions"
@@ -415,31 +416,6 @@ def test_llama_top_p_uses_the_top_p_articles_own_example():
 # ---- the checker gives no answer away and refuses refdecode's own -----------------------------------------------
 
 
-def _numbers(text: str) -> set[str]:
-    """Every number written in ``text``, normalised to 4 decimals (ints as ints)."""
-    found = set()
-    for token in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text):
-        value = float(token)
-        found.add(str(int(value)) if value.is_integer() else f"{value:.4f}")
-    return found
-
-
-def _answer_numbers(expected) -> set[str]:
-    """The numbers of an expected answer that a report must not show: non-integer floats, ints above 9 (small
-    ints are case numbers, counts and star levels as well as answers)."""
-    if callable(expected):
-        return set()
-    values = np.asarray(expected, dtype=object).reshape(-1).tolist() if not isinstance(expected, (bool, str)) else []
-    out = set()
-    for v in values:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-            continue
-        v = float(v)
-        if np.isfinite(v) and (not v.is_integer() or abs(v) > 9):
-            out.add(str(int(v)) if v.is_integer() else f"{v:.4f}")
-    return out
-
-
 @pytest.mark.parametrize("name,wrong", [(n, w) for n, ws in WRONG.items() for w, _ in ws],
                          ids=lambda v: v if isinstance(v, str) else getattr(v, "__name__", "fn"))
 def test_a_report_never_shows_the_expected_answer(name, wrong):
@@ -450,8 +426,8 @@ def test_a_report_never_shows_the_expected_answer(name, wrong):
     assert not ok
     match = re.search(r": case (\d+)/", report)
     label, kwargs, expected = list(_labs.EXERCISES[name].cases())[int(match.group(1)) - 1]
-    inputs = _numbers(" ".join(_labs._short(v) for v in kwargs.values()) + " " + label)
-    leaked = (_numbers(report) & _answer_numbers(expected)) - inputs
+    inputs = numbers_in(" ".join(_labs._short(v) for v in kwargs.values()) + " " + label, decimals=4)
+    leaked = (numbers_in(report, decimals=4) & answer_numbers(expected, decimals=4)) - inputs
     assert not leaked, (leaked, report)
 
 

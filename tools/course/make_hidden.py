@@ -38,7 +38,8 @@ from refdecode import (  # noqa: E402
 
 FORMAT = 1
 PROMPTS = ["ROMEO:\nBut soft, what light", "KING HENRY:\nOnce more unto the breach", "JULIET:\nO Romeo, Romeo",
-           "First Citizen:\nBefore we proceed any further", "HAMLET:\nTo be, or not to be", "LADY MACBETH:\nOut, damned",
+           "First Citizen:\nBefore we proceed any further", "HAMLET:\nTo be, or not to be",
+           "LADY MACBETH:\nOut, damned",
            "MERCUTIO:\nA plague o' both your houses", "PROSPERO:\nWe are such stuff"]
 
 
@@ -53,7 +54,8 @@ def processor_cases(rng: np.random.Generator) -> dict[str, list[dict]]:
         p = rng.dirichlet(np.full(vocab, 0.7), size=rows).astype(np.float32)
         return p / p.sum(axis=1, keepdims=True)
 
-    rep = [("hand: both signs, a repeated id", (np.array([[2, 0, 2]]), np.array([[1.5, -2.0, 0.5, -0.25]], np.float32), 1.3))]
+    rep = [("hand: both signs, a repeated id",
+            (np.array([[2, 0, 2]]), np.array([[1.5, -2.0, 0.5, -0.25]], np.float32), 1.3))]
     rep += [(f"random {i}", (rng.integers(0, 10, size=(2, 7)), scores(2, 10), float(rng.uniform(0.4, 3.0))))
             for i in range(6)]
     ngram = [("hand: shorter than n", ([3, 1], 4)), ("hand: n = 1", ([2, 2, 0], 1))]
@@ -107,7 +109,8 @@ def decoding_cases(rng: np.random.Generator) -> dict[str, list[dict]]:
     def add(function: str, label: str, args: list, seed: int | None = None) -> None:
         eos = args[-1]
         label += f", eos {'emitted by the run' if eos is not None else 'none'}"
-        cases[function].append({"label": label, "args": args, "expected": harness.reference(model, function, args, seed)})
+        expected = harness.reference(model, function, args, seed)
+        cases[function].append({"label": label, "args": args, "expected": expected})
 
     for batch, steps, with_eos in [(1, 12, False), (2, 10, False), (1, 16, True), (2, 14, True), (3, 8, True)]:
         ids = prompt_batch(rng, tok, batch)

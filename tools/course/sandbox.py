@@ -15,8 +15,8 @@ Walls, in the order they go up (docs/course/assignment.md, "What the grader stop
    (and transformers / torch, another reference implementation).
 3. An audit hook (``sys.addaudithook``: it cannot be removed from Python) refuses, whatever the route
    (import, importlib, open, os.open, runpy, a symlink): opening any file of the repository except the
-   submission's and the model-side files of refdecode, any git history, the hidden cases' folder; starting a process; ctypes; sockets; and the blocked
-   imports again (so removing the meta-path blocker does not help).
+   submission's and the model-side files of refdecode, any git history, the hidden cases' folder; starting a
+   process; ctypes; sockets; and the blocked imports again (so removing the meta-path blocker does not help).
 4. The function must be a plain function defined in a file of the submission folder (its code object's file),
    with a ``__module__`` that is not refdecode's.
 The parent adds the time limit (a timeout, then kill), the memory limit (RLIMIT_AS) and a CPU limit.

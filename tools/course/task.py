@@ -40,7 +40,7 @@ harness = _load_harness()
 
 @dataclass(frozen=True)
 class Test:
-    """One graded function: where it lives in the submission, its points, and the hidden-case file it is run on."""
+    """One graded function: where it lives in the submission, its points, and how its answers compare."""
 
     name: str        # shown in the report and results.json
     module: str      # the submission file (without .py)

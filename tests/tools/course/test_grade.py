@@ -8,7 +8,6 @@ are marked slow. The hidden cases are the committed ones (tools/course/make_hidd
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT
+from leak_checks import answer_numbers, numbers_in
 
 COURSE = ROOT / "tools" / "course"
 sys.path.insert(0, str(COURSE))
@@ -166,24 +166,6 @@ def test_a_hang_and_a_10_gb_allocation_are_stopped_and_scored_zero(tmp_path):
     assert results["repetition_penalty"]["score"] == 0 and "MemoryError" in results["repetition_penalty"]["output"]
 
 
-def _numbers(text: str) -> set[str]:
-    found = set()
-    for token in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text):
-        value = float(token)
-        found.add(str(int(value)) if value.is_integer() else f"{value:.3f}")
-    return found
-
-
-def _expected_numbers(value) -> set[str]:
-    """Token ids above 99 and non-integer floats of an expected answer (small ints are also counts and steps)."""
-    out = set()
-    for part in (value if isinstance(value, list) else [value]):
-        for v in np.asarray(part, dtype=np.float64).reshape(-1):
-            if np.isfinite(v) and (not float(v).is_integer() or abs(v) > 99):
-                out.add(str(int(v)) if float(v).is_integer() else f"{v:.3f}")
-    return out
-
-
 def test_no_expected_value_is_printed_or_written(tmp_path):
     """Every function wrong on every case (off by a little, or other tokens): the report and results.json say
     where answers differ, and hold no number of the hidden answers that is not in the case's label."""
@@ -218,8 +200,8 @@ def test_no_expected_value_is_printed_or_written(tmp_path):
     assert results["score"] == 0, results
     cases = task.decode(json.loads((COURSE / "hidden" / "cases.json").read_text())["cases"])
     labels = " ".join(c["label"] for found in cases.values() for c in found)
-    answers = set().union(*(_expected_numbers(c["expected"]) for found in cases.values() for c in found))
-    shown = (_numbers(proc.stdout) | _numbers(out.read_text())) - _numbers(labels)
+    answers = set().union(*(answer_numbers(c["expected"], above=99) for found in cases.values() for c in found))
+    shown = (numbers_in(proc.stdout) | numbers_in(out.read_text())) - numbers_in(labels)
     assert len(answers) > 100 and not shown & answers, shown & answers
     assert "sequence_scores differ" in proc.stdout and "token ids differ at step" in proc.stdout
 
