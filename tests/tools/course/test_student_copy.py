@@ -91,3 +91,11 @@ def test_out_must_be_new_and_outside_the_repository(tmp_path):
                               text=True, timeout=60)
         assert proc.returncode == 2 and "`OUT` must be" in proc.stderr
     assert not (ROOT / "student-copy").exists()
+
+
+def test_the_grader_gives_the_copys_blanks_zero(copy):
+    sys.path.insert(0, str(COURSE))
+    import grade
+    results = grade.grade(copy / "tutorials" / "assignment")
+    assert results["score"] == 0 and sum(t["max_score"] for t in results["tests"]) == 100
+    assert all("not attempted yet" in t["output"] for t in results["tests"][:-1])
