@@ -170,9 +170,13 @@ def main() -> None:
         try:
             with np.errstate(all="ignore"):
                 answer = fn(*args)
-            send({"case": i, "answer": task.encode(answer)})
         except BaseException as err:  # noqa: BLE001 -- a student's bug is a failed case
             send({"case": i, "error": f"raised {type(err).__name__}: {str(err)[:200]}"})
+        else:
+            try:
+                send({"case": i, "answer": task.encode(answer)})
+            except (TypeError, ValueError):
+                send({"case": i, "error": f"returned a {type(answer).__name__}, not arrays or numbers"})
         if walls.refusals:
             break
     if walls.refusals:

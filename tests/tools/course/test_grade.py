@@ -117,6 +117,16 @@ def test_refdecodes_own_functions_score_zero_for_those_problems(tmp_path):
     assert "refused: subprocess.Popen" in results["beam_search"]["output"]
 
 
+def test_refdecodes_model_and_numerics_are_allowed(tmp_path):
+    """The walls stop refdecode's decoding, not what the handout allows: its softmax / log_softmax and the model."""
+    sub = _submission(tmp_path, sample="""
+        from refdecode import GPT2, log_softmax, softmax
+        from refdecode.model.kv_cache import KVCache
+        """)
+    result = _by_function(grade.grade(sub, timeout=120, only=["sample", "beam_search"]))
+    assert result["sample"]["score"] == 20 and result["beam_search"]["score"] == 30, result
+
+
 def test_aliases_and_foreign_functions_are_refused(tmp_path):
     """An alias of refdecode's function at import time makes the file fail to load (refdecode there has only the
     model and numerics); a function defined outside the submission, or not a def, is refused."""
