@@ -525,6 +525,54 @@ def call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     return fn(**args)
 
 
+# ---- refusing refdecode's own answer ---------------------------------------------------------------------
+
+REFDECODE_DIR = Path(inspect.getfile(generate)).resolve().parent
+#: Exercises whose answer is meant to be used with refdecode (a criterion subclass, a tree for its beam search).
+USES_REFDECODE = {"stop_on_token", "beams_miss_the_best"}
+
+
+def refdecode_origin(fn: Any) -> str | None:
+    """``"refdecode/..."`` if ``fn`` (a function, a class, a partial, a bound method) is refdecode's own, else None."""
+    inner = getattr(fn, "func", getattr(fn, "__func__", fn))
+    if str(getattr(inner, "__module__", "") or "").split(".")[0] == "refdecode":
+        return f"{inner.__module__}.{getattr(inner, '__qualname__', type(inner).__name__)}"
+    code = getattr(inner, "__code__", None)
+    if code is not None and Path(code.co_filename).resolve().is_relative_to(REFDECODE_DIR):
+        return f"code in {Path(code.co_filename).name}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _in_refdecode(filename: str) -> str | None:
+    """``"refdecode/x/y.py"`` if ``filename`` is a file of the refdecode package, else None."""
+    path = Path(filename)
+    if not path.is_absolute() or not path.resolve().is_relative_to(REFDECODE_DIR):
+        return None
+    return path.resolve().relative_to(REFDECODE_DIR.parent).as_posix()
+
+
+def watched_call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+    """``call(fn, kwargs)``, and the first refdecode function it reached (Python-level calls, watched with
+    ``sys.setprofile``), as ``"name (refdecode/path.py)"``, or None."""
+    reached: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and not reached:
+            where = _in_refdecode(frame.f_code.co_filename)
+            if where:
+                name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)   # 3.11+: Class.method
+                reached.append(f"{name} ({where})")
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        got = call(fn, kwargs)
+    finally:
+        sys.setprofile(previous)
+    return got, (reached[0] if reached else None)
+
+
 def _agrees(name: str, mimic: Callable[..., Any], kwargs: dict[str, Any], got: Any) -> bool:
     """Does the mistake ``mimic`` give your answer ``got`` on this case?"""
     compare = EXERCISES[name].compare
@@ -578,54 +626,6 @@ def hint(name: str, stage: int | None = None) -> str:
     text = f"hint {stage}/{len(hints)} for {name}: {hints[stage - 1]}"
     print(text)
     return text
-
-
-# ---- refusing refdecode's own answer ---------------------------------------------------------------------
-
-REFDECODE_DIR = Path(inspect.getfile(generate)).resolve().parent
-#: Exercises whose answer is meant to be used with refdecode (a criterion subclass, a tree for its beam search).
-USES_REFDECODE = {"stop_on_token", "beams_miss_the_best"}
-
-
-def refdecode_origin(fn: Any) -> str | None:
-    """``"refdecode/..."`` if ``fn`` (a function, a class, a partial, a bound method) is refdecode's own, else None."""
-    inner = getattr(fn, "func", getattr(fn, "__func__", fn))
-    if str(getattr(inner, "__module__", "") or "").split(".")[0] == "refdecode":
-        return f"{inner.__module__}.{getattr(inner, '__qualname__', type(inner).__name__)}"
-    code = getattr(inner, "__code__", None)
-    if code is not None and Path(code.co_filename).resolve().is_relative_to(REFDECODE_DIR):
-        return f"code in {Path(code.co_filename).name}"
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def _in_refdecode(filename: str) -> str | None:
-    """``"refdecode/x/y.py"`` if ``filename`` is a file of the refdecode package, else None."""
-    path = Path(filename)
-    if not path.is_absolute() or not path.resolve().is_relative_to(REFDECODE_DIR):
-        return None
-    return path.resolve().relative_to(REFDECODE_DIR.parent).as_posix()
-
-
-def watched_call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, str | None]:
-    """``call(fn, kwargs)``, and the first refdecode function it reached (Python-level calls, watched with
-    ``sys.setprofile``), as ``"name (refdecode/path.py)"``, or None."""
-    reached: list[str] = []
-
-    def profile(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and not reached:
-            where = _in_refdecode(frame.f_code.co_filename)
-            if where:
-                name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)   # 3.11+: Class.method
-                reached.append(f"{name} ({where})")
-
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
-        got = call(fn, kwargs)
-    finally:
-        sys.setprofile(previous)
-    return got, (reached[0] if reached else None)
 
 
 def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
