@@ -8,9 +8,11 @@ random ones), and the refdecode function that gives the expected answers. Call::
     check("llama_top_p", my_top_p)
 
 It runs every case and prints one line: all cases match, not attempted yet (your function still
-raises ``NotImplementedError``), or the **first** case that differs, with its input, refdecode's
-answer and yours, and, when your answer is a typical mistake, what it did ("you dropped the token
-that crosses p"). It returns True or False and never raises, so a tutorial runs top to bottom
+raises ``NotImplementedError``), or the **first** case that differs, with its input and what differs
+(never refdecode's answer: work it out by hand), and, when your answer is a typical mistake, what it did
+("you dropped the token that crosses p"). A function that is refdecode's own, or that calls into refdecode
+while it runs (a wrapper of ``llama_top_p_probs``, an ``is_done`` built on ``BeamHypotheses``), is refused:
+the exercise is to write it. It returns True or False and never raises, so a tutorial runs top to bottom
 whatever state your exercise is in. Your function may name its parameters as you like: the checker
 calls it with keywords when the names match the exercise's, positionally (in the exercise's order)
 otherwise. ``hint(name)`` prints the next of the exercise's staged hints (which ones you have seen is
@@ -24,9 +26,11 @@ passes and that typical wrong answers are caught.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import json
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,7 +83,7 @@ def same_scores(expected: Any, got: Any) -> str | None:
     """Float arrays: same shape, -inf (and +inf) at the same places, finite values within 1e-5."""
     got = np.asarray(got)
     if got.shape != expected.shape:
-        return f"shape {got.shape}, expected {expected.shape}"
+        return f"your shape {got.shape} is not the answer's"
     if not np.issubdtype(got.dtype, np.floating):
         return f"dtype {got.dtype}, expected a float array"
     inf_e, inf_g = np.isinf(expected), np.isinf(got)
@@ -94,7 +98,7 @@ def same_ints(expected: Any, got: Any) -> str | None:
     """Integer answers (token ids, positions): exactly equal, same shape."""
     got_arr = np.asarray(got)
     if got_arr.shape != np.shape(expected):
-        return f"shape {got_arr.shape}, expected {np.shape(expected)}"
+        return f"your shape {got_arr.shape} is not the answer's"
     return None if np.array_equal(got_arr, expected) else "values differ"
 
 
@@ -423,7 +427,7 @@ def _cases_stop_on_token() -> Iterator[Case]:
             why = ("it stopped before the token was generated: look at the last token, input_ids[:, -1]"
                    if got.shape[1] < expected.shape[1] else
                    "it did not stop at the token: return True once input_ids[:, -1] == token_id")
-            return f"{why}; generate with your criterion gives {got.tolist()}, stopping at the token gives {expected.tolist()}"
+            return f"{why} (generate with your criterion gives {got.shape[1]} tokens)"
         yield f"start {start}, stop at {token}", dict(token_id=token), validate
 
 
@@ -523,6 +527,54 @@ def call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     return fn(**args)
 
 
+# ---- refusing refdecode's own answer ---------------------------------------------------------------------
+
+REFDECODE_DIR = Path(inspect.getfile(generate)).resolve().parent
+#: Exercises whose answer is meant to be used with refdecode (a criterion subclass, a tree for its beam search).
+USES_REFDECODE = {"stop_on_token", "beams_miss_the_best"}
+
+
+def refdecode_origin(fn: Any) -> str | None:
+    """``"refdecode/..."`` if ``fn`` (a function, a class, a partial, a bound method) is refdecode's own, else None."""
+    inner = getattr(fn, "func", getattr(fn, "__func__", fn))
+    if str(getattr(inner, "__module__", "") or "").split(".")[0] == "refdecode":
+        return f"{inner.__module__}.{getattr(inner, '__qualname__', type(inner).__name__)}"
+    code = getattr(inner, "__code__", None)
+    if code is not None and Path(code.co_filename).resolve().is_relative_to(REFDECODE_DIR):
+        return f"code in {Path(code.co_filename).name}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _in_refdecode(filename: str) -> str | None:
+    """``"refdecode/x/y.py"`` if ``filename`` is a file of the refdecode package, else None."""
+    path = Path(filename)
+    if not path.is_absolute() or not path.resolve().is_relative_to(REFDECODE_DIR):
+        return None
+    return path.resolve().relative_to(REFDECODE_DIR.parent).as_posix()
+
+
+def watched_call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+    """``call(fn, kwargs)``, and the first refdecode function it reached (Python-level calls, watched with
+    ``sys.setprofile``), as ``"name (refdecode/path.py)"``, or None."""
+    reached: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and not reached:
+            where = _in_refdecode(frame.f_code.co_filename)
+            if where:
+                name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)   # 3.11+: Class.method
+                reached.append(f"{name} ({where})")
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        got = call(fn, kwargs)
+    finally:
+        sys.setprofile(previous)
+    return got, (reached[0] if reached else None)
+
+
 def _agrees(name: str, mimic: Callable[..., Any], kwargs: dict[str, Any], got: Any) -> bool:
     """Does the mistake ``mimic`` give your answer ``got`` on this case?"""
     compare = EXERCISES[name].compare
@@ -610,10 +662,16 @@ def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
     exercise = EXERCISES[name]
     title = f"{name} {stars(GUIDES[name].level)}"
     stuck = f'\n      stuck? hint("{name}") ({len(GUIDES[name].hints)} staged hints)'
+    origin = refdecode_origin(fn)
+    if origin:
+        return False, f"[x] {title}: refused: that is refdecode's own {origin}; the exercise is to write it yourself"
     cases = list(exercise.cases())
     for i, (label, kwargs, expected) in enumerate(cases):
         try:
-            got = call(fn, kwargs)
+            got, reached = watched_call(fn, kwargs) if name not in USES_REFDECODE else (call(fn, kwargs), None)
+            if reached:
+                return False, (f"[x] {title}: refused: your function calls refdecode's {reached}; the exercise is "
+                               "to write it yourself (numpy only)")
             problem = exercise.compare(expected, got)   # open exercises run your object here
         except NotImplementedError:
             return False, f"[ ] {title}: not attempted yet ({exercise.task})"
@@ -621,13 +679,12 @@ def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
             return False, f"[x] {title}: {err}"
         except Exception as err:   # noqa: BLE001 -- a student's bug is a report, not a crash
             return False, f"[x] {title}: case {i + 1}/{len(cases)} ({label}) raised {type(err).__name__}: {err}{stuck}"
-        if problem:
-            detail = "" if callable(expected) else f"\n      expected {_short(expected)}\n      got      {_short(got)}"
+        if problem:   # the input and what differs; never the expected answer
             args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
             why = None if callable(expected) else diagnose(name, fn, cases, i)
             why_line = f"\n      why      {why}" if why else stuck
             return False, (f"[x] {title}: case {i + 1}/{len(cases)} ({label}): {problem}\n      input    {args}"
-                           f"{detail}{why_line}")
+                           f"{why_line}")
     return True, f"[v] {title}: all {len(cases)} cases match refdecode"
 
 
