@@ -10,12 +10,13 @@ The pipeline, one folder per stage (``ls refdecode/`` reads as this table)::
            ──generate.py → dispatch.py──▶ sequences (B*R, T_out) int64 (+ scores, beam indices)
              (text/streamers.py: the text as it is generated; generation_output.py: compute_transition_scores)
 
-The request at the top: ``generate.py`` (checks the request, steps 1-4 of transformers' ``generate``),
-``generation_config.py`` (every knob), ``pipeline.py`` (config -> processors, warpers, stopping criteria),
-``dispatch.py`` (mode -> loop), ``generation_output.py`` (the outputs), ``cli.py`` (the ``refdecode``
-command). The ground floor, imported by all: ``recorder.py`` (how a loop is watched), ``validation.py``
-(argument checks), ``numerics.py`` (softmax, activations); ``model/stand_ins.py`` holds stand-in models
-for tests and docs. ``reference/`` is the tooling that checks other implementations (traces, ``diff``,
+The request at the top goes one way, ``cli.py`` (the ``refdecode`` command) -> ``generate.py`` (merges the
+config and works out the mode once, builds the lists) -> ``dispatch.py`` (``MODES``, the table of modes -> loops)
+-> the loop; beside it ``generation_config.py`` (every knob), ``generation_rules.py`` (the checks at the door: each
+field, the prompt, the lengths), ``pipeline.py`` (config -> processors, warpers, stopping criteria),
+``generation_output.py`` (the outputs). The ground floor, imported by all: ``recorder.py`` (how a loop is
+watched), ``validation.py`` (argument checks), ``numerics.py`` (softmax, activations), ``text/files.py`` (the
+file readers); ``model/stand_ins.py`` holds stand-in models for tests and docs. ``reference/`` is the tooling that checks other implementations (traces, ``diff``,
 ``explain``, the conformance suite); no stage imports it (only this ``__init__``, for ``TraceRecorder``, and
 the CLI do).
 

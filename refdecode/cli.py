@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import os
 import re
 import sys
@@ -294,33 +293,30 @@ def _progress_criterion(total: int, enabled: bool | None, label: str) -> Any:
 
 
 def _generate(args: argparse.Namespace, out: Any) -> None:
-    """Load, configure, generate, print (streamed for one greedy/sampled sequence)."""
-    from .generate import generate
-    from .dispatch import generation_mode
-    from .generation_config import model_generation_config
+    """Load, resolve the request once (its mode says whether to stream), generate, print (streamed for one
+    greedy/sampled sequence)."""
+    from .generate import decode, prepare
     from .reference.trace import TraceRecorder
 
     _check_trace_path(args.trace)
     model, tokenizer, options = load_generation(args)
+    inputs = tokenizer([args.prompt], return_tensors="np")
     try:
-        with warnings.catch_warnings():  # generate() below warns once; this copy only picks the output path
-            warnings.simplefilter("ignore")
-            config = copy.deepcopy(model_generation_config(model))
-            config.update(**options)
+        request = prepare(model, **inputs, **options)   # the config merged and the mode worked out, once
     except (ValueError, TypeError) as e:
         raise UsageError(_flags(str(e))) from None
-    inputs = tokenizer([args.prompt], return_tensors="np")
-    streamed = generation_mode(config) in ("greedy_search", "sample") and config.num_return_sequences == 1
+    config = request.config
+    streamed = request.loop.streams and config.num_return_sequences == 1
     extra: dict[str, Any] = {}
     if streamed:
         extra["streamer"] = out.streamer = _LineStreamer(tokenizer, skip_special_tokens=True)
     else:
         progress = _progress_criterion(config.max_new_tokens or config.max_length, args.progress,
-                                       generation_mode(config).replace("_", " "))
+                                       request.mode.replace("_", " "))
         extra["stopping_criteria"] = [progress] if progress is not None else None
     trace = TraceRecorder() if args.trace is not None else None
     try:
-        sequences = generate(model, **inputs, seed=args.seed, tokenizer=tokenizer, trace=trace, **options, **extra)
+        sequences = decode(request, seed=args.seed, tokenizer=tokenizer, trace=trace, **extra)
     except (ValueError, TypeError) as e:
         raise UsageError(_flags(str(e))) from None
     finally:

@@ -1,12 +1,15 @@
-r"""Dispatch: the decoding mode a config selects, and the call of its loop (steps 10-13 of 4.38.2's ``generate``).
+r"""Dispatch: the table of decoding modes, the mode a config selects, and the call of its loop (steps 10-13 of
+4.38.2's ``generate``).
 
-Contract: :func:`generation_mode` names the algorithm (transformers' ``_get_generation_mode``);
-:class:`DecodeRequest` holds everything ``generate`` resolved (the checked prompt and mask, the merged
-config, the processors and stopping criteria of :mod:`refdecode.pipeline`, the random generator, the
-hooks); :func:`run` expands the rows the mode needs (K beams or R samples per prompt, consecutively),
-builds the mode's scorer or candidate generator, and calls the loop. It checks nothing about the
-inputs (``generate`` did) and builds no processor (the pipeline did), except the warpers, which only
-the sampling modes take.
+Contract: :data:`MODES` is the one table of the modes: for each name, the function that runs its loop and
+what the request layer needs to know of it (rows per prompt, a random generator, traced, takes a streamer,
+records its own outputs); nothing else maps a mode name to a loop. :func:`generation_mode` names the
+algorithm a config selects (transformers' ``_get_generation_mode``); :class:`DecodeRequest` holds everything
+``generate`` resolved (the checked prompt and mask, the merged config, the processors, warpers and stopping
+criteria of :mod:`refdecode.pipeline`, the random generator, the hooks); :func:`run` looks the mode up in the
+table, which expands the rows the mode needs (K beams or R samples per prompt, consecutively), builds the
+mode's scorer or candidate generator, and calls the loop. It checks nothing about the inputs and builds no
+processor or warper (``generate`` did both).
 """
 
 from __future__ import annotations
@@ -31,12 +34,12 @@ from .decoding.randomness import multinomial, uniform
 from .decoding.sampling import sample
 from .decoding.stopping_criteria import StoppingCriteriaList
 from .generation_config import GenerationConfig
-from .pipeline import logits_processors, logits_warpers
+from .generation_rules import eos_list
 from .processors.logits_process import LogitsProcessorList
 from .recorder import Recorder
 from .validation import warn
 
-__all__ = ["generation_mode", "DecodeRequest", "run"]
+__all__ = ["Mode", "MODES", "generation_mode", "DecodeRequest", "run"]
 
 
 def generation_mode(config: GenerationConfig, assistant_model: Any = None) -> str:
@@ -75,11 +78,12 @@ class DecodeRequest:
     """What ``generate`` resolved for one call; the loop of ``mode`` needs nothing else.
 
     ``input_ids`` / ``attention_mask``: int64 (B, T), the checked prompts, one row per prompt (:func:`run`
-    repeats them). ``processors`` / ``criteria``: from :mod:`refdecode.pipeline`. ``rng``: the generator of
-    the sampling modes (None for the others); ``draw`` / ``uniform``: its hooks (multinomial draw, the
-    acceptance uniforms of speculative sampling). ``custom_processors``: the user's ``logits_processor``,
-    which an assistant model's pipeline repeats. ``assistant_model`` / ``assistant_kwargs``: assisted
-    generation only (the generate keywords, to warn about the ones 4.38.2 reads elsewhere).
+    repeats them). ``processors`` / ``criteria`` / ``warpers``: from :mod:`refdecode.pipeline` (warpers: the
+    sampling modes only, else None). ``rng``: the generator of the modes that draw (None for the others);
+    ``draw`` / ``uniform``: its hooks (multinomial draw, the acceptance uniforms of speculative sampling).
+    ``assistant_processors(prompt_len)``: the processors of an assistant model's own pipeline. ``assistant_model``
+    / ``assistant_kwargs``: assisted generation only (the generate keywords, to warn about the ones 4.38.2 reads
+    elsewhere).
     """
 
     mode: str
@@ -90,11 +94,12 @@ class DecodeRequest:
     processors: LogitsProcessorList
     criteria: StoppingCriteriaList
     recorder: Recorder
+    warpers: LogitsProcessorList | None = None
     rng: np.random.Generator | None = None
     draw: Callable[..., np.ndarray] = multinomial
     uniform: Callable[..., np.ndarray] = uniform
     streamer: Any = None
-    custom_processors: Any = None
+    assistant_processors: Callable[[int], LogitsProcessorList] | None = None
     assistant_model: Any = None
     assistant_kwargs: tuple[str, ...] = ()
 
@@ -121,7 +126,7 @@ def _greedy(r: DecodeRequest) -> Any:
 
 def _sample(r: DecodeRequest) -> Any:
     ids, mask = r.repeated(r.config.num_return_sequences)
-    return sample(r.model, ids, attention_mask=mask, logits_warper=logits_warpers(r.config), rng=r.rng, draw=r.draw,
+    return sample(r.model, ids, attention_mask=mask, logits_warper=r.warpers, rng=r.rng, draw=r.draw,
                   streamer=r.streamer, recorder=r.recorder, **r.loop_arguments())
 
 
@@ -135,8 +140,8 @@ def _contrastive(r: DecodeRequest) -> Any:
                               recorder=r.recorder, **r.loop_arguments())
 
 
-def _beam_scorer(r: DecodeRequest) -> BeamSearchScorer:
-    c, groups = r.config, r.config.num_beam_groups if r.mode == "group_beam_search" else 1
+def _beam_scorer(r: DecodeRequest, groups: int = 1) -> BeamSearchScorer:
+    c = r.config
     return BeamSearchScorer(batch_size=r.input_ids.shape[0], num_beams=c.num_beams, length_penalty=c.length_penalty,
                             do_early_stopping=c.early_stopping, num_beam_hyps_to_keep=c.num_return_sequences,
                             num_beam_groups=groups, max_length=c.max_length)
@@ -150,13 +155,13 @@ def _beam_search(r: DecodeRequest) -> Any:
 
 def _beam_sample(r: DecodeRequest) -> Any:
     ids, mask = r.repeated(r.config.num_beams)
-    return beam_sample(r.model, ids, _beam_scorer(r), logits_warper=logits_warpers(r.config), attention_mask=mask,
+    return beam_sample(r.model, ids, _beam_scorer(r), logits_warper=r.warpers, attention_mask=mask,
                        rng=r.rng, draw=r.draw, recorder=r.recorder, **r.loop_arguments())
 
 
 def _group_beam_search(r: DecodeRequest) -> Any:
     ids, mask = r.repeated(r.config.num_beams)
-    return group_beam_search(r.model, ids, _beam_scorer(r), attention_mask=mask, recorder=r.recorder,
+    return group_beam_search(r.model, ids, _beam_scorer(r, r.config.num_beam_groups), attention_mask=mask, recorder=r.recorder,
                              **r.loop_arguments())
 
 
@@ -196,6 +201,9 @@ def _check_assistant(r: DecodeRequest) -> None:
 def _assisted(r: DecodeRequest) -> Any:
     """4.38.2's checks (one prompt, one sequence, a cache), the candidate generator, then the loop."""
     config = r.config
+    if config.output_hidden_states or config.output_attentions:
+        raise ValueError("`output_hidden_states` / `output_attentions` are not implemented by refdecode for "
+                         "assisted generation (transformers splits the verified tokens' states per token)")
     if config.num_return_sequences > 1:
         raise ValueError("num_return_sequences has to be 1 when doing assisted generate, "
                          f"but is {config.num_return_sequences}.")
@@ -204,29 +212,58 @@ def _assisted(r: DecodeRequest) -> Any:
                          f"{r.input_ids.shape[0]} prompts")
     if not config.use_cache:
         raise ValueError("assisted generate requires `use_cache=True`")
-    warpers = logits_warpers(config) if config.do_sample else None
     if config.prompt_lookup_num_tokens is not None:  # it wins over an assistant, as in 4.38.2
         generator: Any = PromptLookupCandidateGenerator(config.prompt_lookup_num_tokens,
                                                         config.max_matching_ngram_size or 2)
     else:
         _check_assistant(r)
-        eos = [config.eos_token_id] if isinstance(config.eos_token_id, int) else config.eos_token_id
         generator = AssistedCandidateGenerator(
-            r.assistant_model, lambda prompt_len: logits_processors(config, prompt_len, r.custom_processors), warpers,
-            config.max_length, eos, r.attention_mask, r.rng, r.draw)
-    return assisted_decoding(r.model, r.input_ids, generator, do_sample=config.do_sample, logits_warper=warpers,
+            r.assistant_model, r.assistant_processors, r.warpers, config.max_length,
+            eos_list(config.eos_token_id, no_token=True), r.attention_mask, r.rng, r.draw)
+    return assisted_decoding(r.model, r.input_ids, generator, do_sample=config.do_sample, logits_warper=r.warpers,
                              attention_mask=r.attention_mask, rng=r.rng, draw=r.draw, uniform=r.uniform,
                              streamer=r.streamer, **r.loop_arguments())
 
 
-#: mode -> the function that runs its loop
-LOOPS: dict[str, Callable[[DecodeRequest], Any]] = {
-    "greedy_search": _greedy, "sample": _sample, "contrastive_search": _contrastive, "beam_search": _beam_search,
-    "beam_sample": _beam_sample, "group_beam_search": _group_beam_search,
-    "constrained_beam_search": _constrained_beam_search, "assisted_generation": _assisted,
+# ---- the table of the modes
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One decoding mode: the function that runs its loop and what ``generate`` needs to know of it.
+
+    ``rows_from``: the config field that gives the rows each prompt becomes (``num_beams``, which is 1 for the
+    one-row modes, or ``num_return_sequences``). ``draws``: takes a random generator (and the warpers, when
+    ``do_sample``). ``traced``: a :class:`~refdecode.recorder.Recorder` can watch it. ``streams``: takes a
+    streamer (transformers: never with beams). ``own_outputs``: records its own hidden states and attentions
+    (contrastive search: the chosen candidate's) or none (assisted generation), so ``generate`` attaches none.
+    """
+
+    run: Callable[[DecodeRequest], Any]
+    rows_from: str = "num_beams"
+    draws: bool = False
+    traced: bool = True
+    streams: bool = False
+    own_outputs: bool = False
+
+    def rows(self, config: GenerationConfig) -> int:
+        """Rows per prompt in the loop (K beams, R sampled sequences, or 1)."""
+        return int(getattr(config, self.rows_from))
+
+
+#: mode name -> its loop and properties; the only place a mode name is mapped to a loop
+MODES: dict[str, Mode] = {
+    "greedy_search": Mode(_greedy, streams=True),
+    "sample": Mode(_sample, rows_from="num_return_sequences", draws=True, streams=True),
+    "contrastive_search": Mode(_contrastive, streams=True, own_outputs=True),
+    "beam_search": Mode(_beam_search),
+    "beam_sample": Mode(_beam_sample, draws=True),
+    "group_beam_search": Mode(_group_beam_search),
+    "constrained_beam_search": Mode(_constrained_beam_search),
+    "assisted_generation": Mode(_assisted, draws=True, traced=False, streams=True, own_outputs=True),
 }
 
 
 def run(request: DecodeRequest) -> Any:
     """Run the loop of ``request.mode``: the sequences int64 (B*R, T_out), or the loop's output object."""
-    return LOOPS[request.mode](request)
+    return MODES[request.mode].run(request)

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .generation_rules import check_fields, check_processor_fields, generation_warnings
-from .validation import read_json_file, warn
+from .text.files import read_json_file
+from .validation import warn
 
 __all__ = ["GenerationConfig", "model_generation_config", "GENERATE_ONLY", "METADATA_FIELDS"]
 
@@ -214,8 +215,8 @@ class GenerationConfig:
     def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
         """``cls(**config_dict, **kwargs)``; with ``return_unused_kwargs=True``, also the kwargs that set nothing."""
         return_unused = kwargs.pop("return_unused_kwargs", False)
-        config = cls(**{**config_dict, **kwargs})
-        unused = config.update(**kwargs)
+        config = cls(**{**config_dict, **kwargs})  # validated once, by the constructor
+        unused = config.update(**kwargs) if kwargs else {}
         return (config, unused) if return_unused else config
 
     @classmethod
@@ -223,7 +224,7 @@ class GenerationConfig:
         """Read a ``generation_config.json`` (its ``_from_model_config`` is transformers' metadata, dropped).
 
         Regular files only (a FIFO is refused, not waited on); a file that is not UTF-8 JSON holding an
-        object, or holds a bad value, raises an error naming the file (:func:`~refdecode.validation.read_json_file`).
+        object, or holds a bad value, raises an error naming the file (:func:`~refdecode.text.files.read_json_file`).
         """
         values = read_json_file(path, "generation config")
         values.pop("_from_model_config", None)

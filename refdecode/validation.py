@@ -22,9 +22,9 @@ A value of the wrong *type* raises :class:`ArgumentTypeError`, which is both a `
 is) and a ``ValueError`` (what the package has always raised for a bad argument, so ``except
 ValueError`` keeps working); a value of the right type outside its range raises ``ValueError``.
 
-More doors live here: :func:`read_json_file` (configuration files: regular files only, so a FIFO cannot
-block, and every failure names the file), :func:`check_allocation` (refuse, before allocating, a request
-larger than the machine's memory, saying how much) and :func:`warn` (a warning names the caller's line).
+More doors live here: :func:`check_allocation` (refuse, before allocating, a request larger than the
+machine's memory, saying how much) and :func:`warn` (a warning names the caller's line). Files have theirs in
+:mod:`refdecode.text.files`; the token-id rules of the generation fields are :mod:`refdecode.generation_rules`'s.
 
 >>> check_integer("max_new_tokens", np.int64(5), minimum=1)
 5
@@ -36,22 +36,19 @@ refdecode.validation.ArgumentTypeError: `max_new_tokens` must be an integer >= 1
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import stat
 import sys
 import warnings
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = ["warn", "ArgumentTypeError", "is_integer", "is_number", "is_boolean", "describe", "check_integer",
            "check_float", "check_probability", "check_boolean", "check_choice", "check_token_ids",
-           "read_text_file", "read_json_file", "open_regular_file", "memory_limit", "check_allocation", "format_bytes",
-           "is_float", "eos_list", "check_token_list", "check_sequence_bias", "bad_words_bias"]
+           "memory_limit", "check_allocation", "format_bytes",
+           "is_float"]
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -89,6 +86,11 @@ def is_integer(x: Any) -> bool:
 def is_number(x: Any) -> bool:
     """A Python/NumPy integer or float, not a bool (NaN and inf are numbers; ranges are checked apart)."""
     return is_integer(x) or isinstance(x, (float, np.floating))
+
+
+def is_float(x: Any) -> bool:
+    """A Python or NumPy float. transformers checks ``isinstance(x, float)``, so ``2`` is refused."""
+    return isinstance(x, (float, np.floating))
 
 
 def is_boolean(x: Any) -> bool:
@@ -257,87 +259,6 @@ def check_token_ids(name: str, value: Any, *, allow_list: bool = True, allow_non
 
 
 # ----------------------------------------------------------------------------------------------------
-# files
-# ----------------------------------------------------------------------------------------------------
-
-#: Largest configuration file read (GPT-2's tokenizer.json is 2 MB; a config.json is under 2 kB).
-MAX_JSON_BYTES = 64 * 2**20
-
-
-def open_regular_file(path: str | Path, what: str) -> int:
-    """Open ``path`` read-only and return the file descriptor, refusing anything but a regular file.
-
-    The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open descriptor, so a FIFO
-    or a device is refused instead of blocking, and no check-then-open race exists. A symlink whose
-    target is missing is reported as such (``FileNotFoundError`` naming both).
-    """
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        if path.is_symlink():
-            raise FileNotFoundError(f"{what} {path} is a symbolic link to {os.readlink(path)!r}, which does not "
-                                    "exist") from None
-        raise FileNotFoundError(f"{what} not found: {path}") from None
-    except IsADirectoryError:
-        raise ValueError(f"{what} {path} is a directory, not a file") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else \
-            "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else \
-            "not a regular file"
-        raise ValueError(f"{what} {path} is {kind}; only a regular file can be read")
-    return fd
-
-
-def read_text_file(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> str:
-    """The UTF-8 text of the regular file ``path`` (at most ``max_bytes``); errors as :func:`read_json_file`."""
-    path = Path(path)
-    fd = open_regular_file(path, what)
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > max_bytes:
-            raise ValueError(f"{what} {path} is {format_bytes(size)}, more than the {format_bytes(max_bytes)} "
-                             "allowed")
-        raw = f.read(max_bytes + 1)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{what} {path} is not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r})") from None
-
-
-def read_json_file(path: str | Path, what: str, expect: type = dict, max_bytes: int = MAX_JSON_BYTES) -> Any:
-    """The JSON value in the regular file ``path`` (of type ``expect``); every failure names the file.
-
-    FileNotFoundError for a missing file (or a dangling symlink, said so); ValueError for a FIFO, a
-    device or a directory, a file over ``max_bytes``, bytes that are not UTF-8, text that is not JSON,
-    or a top-level value that is not an ``expect`` (a dict: a JSON object).
-
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "generation_config.json"; _ = p.write_text("[]")
-    >>> read_json_file(p, "generation config")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: generation config .../generation_config.json must hold a JSON object, got a JSON array
-    """
-    path = Path(path)
-    text = read_text_file(path, what, max_bytes)
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{what} {path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except RecursionError:
-        raise ValueError(f"{what} {path} is not valid JSON: nested too deeply") from None
-    if not isinstance(value, expect):
-        names = {dict: "a JSON object", list: "a JSON array", str: "a JSON string", int: "a JSON number",
-                 float: "a JSON number", bool: "a JSON boolean", type(None): "null"}
-        raise ValueError(f"{what} {path} must hold {names.get(expect, expect.__name__)}, got "
-                         f"{names.get(type(value), type(value).__name__)}")
-    return value
-
-
-# ----------------------------------------------------------------------------------------------------
 # resources
 # ----------------------------------------------------------------------------------------------------
 
@@ -379,71 +300,3 @@ def check_allocation(what: str, nbytes: int, because: str) -> None:
     if nbytes > limit:
         raise ValueError(f"{what} would need {format_bytes(nbytes)} ({because}), more than this machine's memory "
                          f"({format_bytes(limit)})")
-
-
-# ----------------------------------------------------------------------------------------------------
-# token ids and id sequences, in transformers 4.38.2's wording: shared by the processors
-# (refdecode.processors.arguments holds the checks only processors need) and GenerationConfig
-# ----------------------------------------------------------------------------------------------------
-
-def is_float(x) -> bool:
-    """A Python or NumPy float. transformers checks ``isinstance(x, float)``, so ``2`` is refused."""
-    return isinstance(x, (float, np.floating))
-
-
-def eos_list(eos_token_id) -> list[int]:
-    """``int | list[int]`` -> non-negative ids, for a processor that writes the eos scores (``[]``: none). A
-    negative id, which ``generate`` accepts (no token matches it), is refused: torch would write the last token's."""
-    ids = [eos_token_id] if is_integer(eos_token_id) else eos_token_id
-    if not isinstance(ids, (list, tuple)) or not all(is_integer(i) for i in ids):
-        raise ValueError(
-            f"`eos_token_id` has to be a non-negative integer or a list of non-negative integers, but is {eos_token_id}"
-        )
-    if any(i < 0 for i in ids):
-        raise ValueError(f"`eos_token_id` has to hold non-negative ids for a processor that writes the eos scores, "
-                         f"but is {eos_token_id}: a negative id matches no token (decoding never stops on eos), and "
-                         f"transformers 4.38.2 would write the vocabulary's last token here (torch indexes from the "
-                         f"end); leave min_length / min_new_tokens / forced_eos_token_id / "
-                         f"exponential_decay_length_penalty unset with a negative eos")
-    return [int(i) for i in ids]
-
-
-def check_token_list(name: str, ids) -> list[int]:
-    """A list (or tuple) of non-negative integer token ids."""
-    if not isinstance(ids, (list, tuple)) or not all(is_integer(i) and i >= 0 for i in ids):
-        raise ValueError(f"`{name}` has to be a list of non-negative integer token ids, but is {ids!r}")
-    return [int(i) for i in ids]
-
-
-#: ``bad_words_ids`` / ``sequence_bias``: container, item type, and the words of transformers' messages for them
-_ID_SEQUENCES = {"sequence_bias": (dict, tuple, "dictionary", "a dict with tuples as keys", "Each key in", "tuple"),
-                 "bad_words_ids": (list, list, "list", "a list of lists", "Each list in", "list")}
-
-
-def _check_id_sequences(name: str, value) -> None:
-    """``value`` a non-empty container of non-empty sequences of ids >= 0 (transformers' checks and messages)."""
-    kind, item_kind, kind_word, shape_words, each, item_word = _ID_SEQUENCES[name]
-    if not isinstance(value, kind) or len(value) == 0:
-        raise ValueError(f"`{name}` has to be a non-empty {kind_word}, but is {value!r}.")
-    if any(not isinstance(seq, item_kind) for seq in value):  # a dict's keys
-        raise ValueError(f"`{name}` has to be {shape_words}, but is {value!r}.")
-    if any(len(seq) == 0 or not all(is_integer(t) and t >= 0 for t in seq) for seq in value):
-        raise ValueError(f"{each} `{name}` has to be a non-empty {item_word} of non-negative integers, "
-                         f"but is {value!r}.")
-
-
-def check_sequence_bias(sequence_bias) -> dict:
-    """A non-empty dict {tuple of token ids: float} (transformers' ``_validate_arguments``)."""
-    _check_id_sequences("sequence_bias", sequence_bias)
-    if any(not is_float(bias) for bias in sequence_bias.values()):
-        raise ValueError(f"`sequence_bias` has to be a dict with floats as values, but is {sequence_bias!r}.")
-    return {tuple(int(t) for t in seq): float(bias) for seq, bias in sequence_bias.items()}
-
-
-def bad_words_bias(bad_words_ids, eos_token_id) -> dict:
-    """``bad_words_ids`` (non-empty list of non-empty lists of ids) -> {tuple: -inf}, ``[eos]`` words dropped.
-    Checked before they are dropped, as in 4.38.2: ``[[eos]]`` gives an empty bias, a processor changing nothing."""
-    _check_id_sequences("bad_words_ids", bad_words_ids)
-    eos = [] if eos_token_id is None else eos_list(eos_token_id)
-    words = [word for word in bad_words_ids if all(word != [e] for e in eos)]
-    return {tuple(int(t) for t in word): float("-inf") for word in words}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from refdecode import BeamSearchScorer, beam_search, greedy_search
-from refdecode.dispatch import LOOPS, DecodeRequest, generation_mode, run
+from refdecode.dispatch import MODES, DecodeRequest, generation_mode, run
 from refdecode.generation_config import GenerationConfig
 from refdecode.pipeline import logits_processors, stopping_criteria_for
 from refdecode.recorder import NO_TRACE
@@ -72,4 +72,4 @@ def test_run_calls_the_loop_of_its_mode_with_the_expanded_rows(mode, kwargs, loo
 def test_every_mode_has_a_loop():
     modes = {"greedy_search", "sample", "contrastive_search", "beam_search", "beam_sample", "group_beam_search",
              "constrained_beam_search", "assisted_generation"}
-    assert set(LOOPS) == modes
+    assert set(MODES) == modes

@@ -341,3 +341,33 @@ def test_copies_computed_alike_only_evens_out_the_last_bits_of_copies():
     step = alike(np.array([[4], [4], [4], [4]]), attention_mask=np.concatenate([mask, np.ones((4, 1), int)], 1),
                  past_key_values=cache, logits_to_keep=1).logits
     assert np.array_equal(step[0], step[1]) and not np.array_equal(step[0], step[2])
+
+
+# ---- one request, one way: the config merged once, the mode worked out once (tools/profile_request.py)
+
+
+def _profile_request():
+    import importlib.util
+    import sys
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "tools" / "profile_request.py"
+    spec = importlib.util.spec_from_file_location("profile_request", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("options", [["--do-sample", "--top-p", "0.9"], ["--num-beams", "4"]],
+                         ids=["sampling", "beam search"])
+def test_a_request_merges_the_config_once_and_works_out_the_mode_once(options):
+    """The command line merged the config a second time to choose its output path, and loop_defaults read the
+    model's config a third time; the mode was worked out 2 (sampling) or 3 (beam search) times per request."""
+    tool = _profile_request()
+    found = tool.profile(["ROMEO:", "--model", str(MODELS / "gpt2-tiny"), "--max-new-tokens", "3", *options])
+    assert (found.merges, found.updates, found.modes) == (1, 1, 1)
+    assert "refdecode/dispatch.py" in found.files and "refdecode/pipeline.py" in found.files  # the profiler saw them
+    # one way: cli -> generate -> dispatch; nothing below calls back up, and the CLI talks to generate only
+    assert ("cli.py", "generate.py") in found.edges and ("generate.py", "dispatch.py") in found.edges
+    assert not {edge for edge in found.edges if edge[0] == "cli.py"} - {("cli.py", "generate.py")}
+    assert not {edge for edge in found.edges if edge[0] == "dispatch.py" or edge[1] == "cli.py"}

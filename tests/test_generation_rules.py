@@ -131,3 +131,38 @@ def test_top_k_50_and_defaults_do_not_warn():
     assert generation_warnings(GenerationConfig(top_k=50)) == []
     assert _caught(lambda: GenerationConfig()) == []
     assert _caught(lambda: GenerationConfig(num_beams=4, early_stopping=True, length_penalty=0.5)) == []
+
+
+# ---- eos_list: the one place an eos id becomes a list (processors, loops, scorers, generate)
+
+
+def test_eos_list_makes_every_eos_a_list_of_python_ints():
+    import numpy as np
+    from refdecode.generation_rules import eos_list
+    for value, listed in [(3, [3]), (np.int64(3), [3]), ((1, 2), [1, 2]), ([np.int32(4)], [4])]:
+        out = eos_list(value)
+        assert out == listed and all(type(i) is int for i in out)
+    assert eos_list(None, no_token=True) is None          # a loop without eos: rows end by length only
+    assert eos_list([-1, 2], no_token=True) == [-1, 2]      # transformers' tests' "never stop" -1 only ends no row
+
+
+@pytest.mark.parametrize("value, match", [
+    (-1, "non-negative ids for a processor that writes the eos scores"),   # torch would write the last token's
+    (None, "non-negative integer or a list of non-negative integers"),
+    ("2", "non-negative integer or a list of non-negative integers"),
+    ([1.0], "non-negative integer or a list of non-negative integers"),
+])
+def test_eos_list_for_a_processor_refuses_what_it_cannot_write(value, match):
+    from refdecode.generation_rules import eos_list
+    with pytest.raises(ValueError, match=match):
+        eos_list(value)
+
+
+def test_the_loops_read_eos_through_eos_list():
+    """A NumPy eos id was kept as is by the loops' own ``[eos] if isinstance(eos, int)``: not a list."""
+    import numpy as np
+    from refdecode.decoding.loop import loop_defaults
+    from refdecode.model.stand_ins import TableModel
+    model = TableModel(np.zeros((3, 3), dtype=np.float32), eos_token_id=0)
+    *_, pad, eos = loop_defaults(model, None, None, 5, 1, np.int64(2))
+    assert eos == [2] and type(eos[0]) is int and pad == 1

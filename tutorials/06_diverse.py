@@ -183,7 +183,7 @@ assert all(0 < distinct_n(s, n) <= 1 and 0 <= overlap_n(s, n) <= 1 for s in tabl
 # Write each function below in place of `raise NotImplementedError`. `check(name, function)` runs it
 # on a set of cases (the edges where implementations usually go wrong, then random ones) against
 # refdecode and prints `[v]` when every case matches, `[ ]` while you have not started, or `[x]` with
-# the first case that differs: its input, refdecode's answer and yours.
+# the first case that differs: its input and what differs (not refdecode's answer: the rule gives it).
 #
 # The stars are the level (★ a direct translation of the page, ★★ an edge to get right, ★★★ a rule
 # people usually get wrong). Each rule below is one the checker enforces. When an answer is a typical

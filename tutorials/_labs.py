@@ -8,12 +8,15 @@ random ones), and the refdecode function that gives the expected answers. Call::
     check("llama_top_p", my_top_p)
 
 It runs every case and prints one line: all cases match, not attempted yet (your function still
-raises ``NotImplementedError``), or the **first** case that differs, with its input, refdecode's
-answer and yours, and, when your answer is a typical mistake, what it did ("you dropped the token
-that crosses p"). It returns True or False and never raises, so a tutorial runs top to bottom
+raises ``NotImplementedError``), or the **first** case that differs, with its input and what differs
+(never refdecode's answer: work it out by hand), and, when your answer is a typical mistake, what it did
+("you dropped the token that crosses p"). A function that is refdecode's own, or that calls into refdecode
+while it runs (a wrapper of ``llama_top_p_probs``, an ``is_done`` built on ``BeamHypotheses``), is refused:
+the exercise is to write it. It returns True or False and never raises, so a tutorial runs top to bottom
 whatever state your exercise is in. Your function may name its parameters as you like: the checker
 calls it with keywords when the names match the exercise's, positionally (in the exercise's order)
-otherwise. ``hint(name)`` prints the next of the exercise's staged hints. The levels (★ to ★★★),
+otherwise. ``hint(name)`` prints the next of the exercise's staged hints (which ones you have seen is
+kept in ``tutorials/.hints.json`` across runs; ``reset_hints()`` starts over). The levels (★ to ★★★),
 rules, hints and typical mistakes are in ``_lab_guide.py``.
 
 The solutions are in ``tutorials/solutions/`` (one file per tutorial). They are not part of the
@@ -23,10 +26,14 @@ passes and that typical wrong answers are caught.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
+import json
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -76,7 +83,7 @@ def same_scores(expected: Any, got: Any) -> str | None:
     """Float arrays: same shape, -inf (and +inf) at the same places, finite values within 1e-5."""
     got = np.asarray(got)
     if got.shape != expected.shape:
-        return f"shape {got.shape}, expected {expected.shape}"
+        return f"your shape {got.shape} is not the answer's"
     if not np.issubdtype(got.dtype, np.floating):
         return f"dtype {got.dtype}, expected a float array"
     inf_e, inf_g = np.isinf(expected), np.isinf(got)
@@ -91,7 +98,7 @@ def same_ints(expected: Any, got: Any) -> str | None:
     """Integer answers (token ids, positions): exactly equal, same shape."""
     got_arr = np.asarray(got)
     if got_arr.shape != np.shape(expected):
-        return f"shape {got_arr.shape}, expected {np.shape(expected)}"
+        return f"your shape {got_arr.shape} is not the answer's"
     return None if np.array_equal(got_arr, expected) else "values differ"
 
 
@@ -420,7 +427,7 @@ def _cases_stop_on_token() -> Iterator[Case]:
             why = ("it stopped before the token was generated: look at the last token, input_ids[:, -1]"
                    if got.shape[1] < expected.shape[1] else
                    "it did not stop at the token: return True once input_ids[:, -1] == token_id")
-            return f"{why}; generate with your criterion gives {got.tolist()}, stopping at the token gives {expected.tolist()}"
+            return f"{why} (generate with your criterion gives {got.shape[1]} tokens)"
         yield f"start {start}, stop at {token}", dict(token_id=token), validate
 
 
@@ -520,6 +527,54 @@ def call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     return fn(**args)
 
 
+# ---- refusing refdecode's own answer ---------------------------------------------------------------------
+
+REFDECODE_DIR = Path(inspect.getfile(generate)).resolve().parent
+#: Exercises whose answer is meant to be used with refdecode (a criterion subclass, a tree for its beam search).
+USES_REFDECODE = {"stop_on_token", "beams_miss_the_best"}
+
+
+def refdecode_origin(fn: Any) -> str | None:
+    """``"refdecode/..."`` if ``fn`` (a function, a class, a partial, a bound method) is refdecode's own, else None."""
+    inner = getattr(fn, "func", getattr(fn, "__func__", fn))
+    if str(getattr(inner, "__module__", "") or "").split(".")[0] == "refdecode":
+        return f"{inner.__module__}.{getattr(inner, '__qualname__', type(inner).__name__)}"
+    code = getattr(inner, "__code__", None)
+    if code is not None and Path(code.co_filename).resolve().is_relative_to(REFDECODE_DIR):
+        return f"code in {Path(code.co_filename).name}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _in_refdecode(filename: str) -> str | None:
+    """``"refdecode/x/y.py"`` if ``filename`` is a file of the refdecode package, else None."""
+    path = Path(filename)
+    if not path.is_absolute() or not path.resolve().is_relative_to(REFDECODE_DIR):
+        return None
+    return path.resolve().relative_to(REFDECODE_DIR.parent).as_posix()
+
+
+def watched_call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+    """``call(fn, kwargs)``, and the first refdecode function it reached (Python-level calls, watched with
+    ``sys.setprofile``), as ``"name (refdecode/path.py)"``, or None."""
+    reached: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and not reached:
+            where = _in_refdecode(frame.f_code.co_filename)
+            if where:
+                name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)   # 3.11+: Class.method
+                reached.append(f"{name} ({where})")
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        got = call(fn, kwargs)
+    finally:
+        sys.setprofile(previous)
+    return got, (reached[0] if reached else None)
+
+
 def _agrees(name: str, mimic: Callable[..., Any], kwargs: dict[str, Any], got: Any) -> bool:
     """Does the mistake ``mimic`` give your answer ``got`` on this case?"""
     compare = EXERCISES[name].compare
@@ -558,21 +613,48 @@ def diagnose(name: str, fn: Callable[..., Any], cases: list[Case], failing: int)
     return on_this_case
 
 
-_hints_shown: dict[str, int] = {}
+# Which hints you have seen, per exercise, kept across runs of the tutorials (a script run or a kernel restart
+# starts where you stopped). The file is git-ignored; reset_hints() or deleting it starts over.
+HINTS_FILE = Path(__file__).resolve().parent / ".hints.json"
+
+
+def _hint_stages() -> dict[str, int]:
+    """exercise name -> the highest hint stage shown so far, from HINTS_FILE ({} if absent or unreadable)."""
+    try:
+        data = json.loads(HINTS_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict) else {}
 
 
 def hint(name: str, stage: int | None = None) -> str:
     """Print (and return) hint ``stage`` (1 = a nudge, the last nearly the answer) of exercise ``name``;
-    without ``stage``, the next hint not shown yet."""
+    without ``stage``, the next hint not shown yet, counted across runs (HINTS_FILE)."""
     hints = GUIDES[name].hints
+    shown = _hint_stages()
     if stage is None:
-        stage = min(_hints_shown.get(name, 0) + 1, len(hints))
+        stage = min(shown.get(name, 0) + 1, len(hints))
     if not 1 <= stage <= len(hints):
         raise ValueError(f"`stage` has to be an int in [1, {len(hints)}] for {name!r}, but is {stage}")
-    _hints_shown[name] = max(_hints_shown.get(name, 0), stage)
+    shown[name] = max(shown.get(name, 0), stage)
+    try:
+        HINTS_FILE.write_text(json.dumps(shown, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        kept = ""
+    except OSError:   # a read-only checkout: the hint is shown, the stage is not remembered
+        kept = f"; could not write {HINTS_FILE.name}, so pass the stage: hint({name!r}, {stage + 1})"
+    more = (f"next: hint({name!r}) again" if shown[name] < len(hints) else "that was the last hint")
     text = f"hint {stage}/{len(hints)} for {name}: {hints[stage - 1]}"
-    print(text)
+    print(f"{text}\n      ({more}; hint({name!r}, 1) rereads one; reset_hints() starts over{kept})")
     return text
+
+
+def reset_hints(name: str | None = None) -> None:
+    """Forget the hints shown for ``name`` (or for every exercise): the next hint() starts at 1 again."""
+    shown = {} if name is None else {k: v for k, v in _hint_stages().items() if k != name}
+    try:
+        HINTS_FILE.write_text(json.dumps(shown, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    except OSError:
+        pass
 
 
 def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
@@ -580,10 +662,16 @@ def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
     exercise = EXERCISES[name]
     title = f"{name} {stars(GUIDES[name].level)}"
     stuck = f'\n      stuck? hint("{name}") ({len(GUIDES[name].hints)} staged hints)'
+    origin = refdecode_origin(fn)
+    if origin:
+        return False, f"[x] {title}: refused: that is refdecode's own {origin}; the exercise is to write it yourself"
     cases = list(exercise.cases())
     for i, (label, kwargs, expected) in enumerate(cases):
         try:
-            got = call(fn, kwargs)
+            got, reached = watched_call(fn, kwargs) if name not in USES_REFDECODE else (call(fn, kwargs), None)
+            if reached:
+                return False, (f"[x] {title}: refused: your function calls refdecode's {reached}; the exercise is "
+                               "to write it yourself (numpy only)")
             problem = exercise.compare(expected, got)   # open exercises run your object here
         except NotImplementedError:
             return False, f"[ ] {title}: not attempted yet ({exercise.task})"
@@ -591,13 +679,12 @@ def run(name: str, fn: Callable[..., Any]) -> tuple[bool, str]:
             return False, f"[x] {title}: {err}"
         except Exception as err:   # noqa: BLE001 -- a student's bug is a report, not a crash
             return False, f"[x] {title}: case {i + 1}/{len(cases)} ({label}) raised {type(err).__name__}: {err}{stuck}"
-        if problem:
-            detail = "" if callable(expected) else f"\n      expected {_short(expected)}\n      got      {_short(got)}"
+        if problem:   # the input and what differs; never the expected answer
             args = ", ".join(f"{k}={_short(v)}" for k, v in kwargs.items())
             why = None if callable(expected) else diagnose(name, fn, cases, i)
             why_line = f"\n      why      {why}" if why else stuck
             return False, (f"[x] {title}: case {i + 1}/{len(cases)} ({label}): {problem}\n      input    {args}"
-                           f"{detail}{why_line}")
+                           f"{why_line}")
     return True, f"[v] {title}: all {len(cases)} cases match refdecode"
 
 

@@ -10,8 +10,11 @@ Run as notebooks (``pip install -e ".[notebooks]"``, which brings ipywidgets), t
 
 Everything is drawn as inline HTML/SVG by this file: no plotting library, nothing fetched, so the widgets
 work offline. Run as a plain script (the tests do, without ipywidgets), each function prints the same
-content for its default position instead and returns ``None``; :func:`warped` and :func:`beam_steps`, the
-numbers behind the widgets, are plain functions the tests check.
+content for its default position instead and returns ``None``. In a notebook that is not live (executed by
+nbconvert and opened later, or shown on GitHub), a widget's output falls back to a static picture (the
+chart or the whole tree, as inline SVG) and a text table, never the bare text ``VBox(children=...)``: see
+:func:`_box`. :func:`warped` and :func:`beam_steps`, the numbers behind the widgets, are plain functions
+the tests check.
 """
 
 from __future__ import annotations
@@ -38,6 +41,26 @@ def _ipywidgets():
     if get_ipython() is None or not hasattr(get_ipython(), "kernel"):
         return None
     return ipywidgets, display
+
+
+def _box(widgets, children: list, static) -> object:
+    """A ``VBox`` of ``children`` whose static forms are a picture and a table, not the text "VBox(children=...)".
+
+    A live notebook renders the widget view; anything that cannot run widgets (a notebook executed by
+    nbconvert / nbclient and opened later, GitHub, an HTML export without widget state) falls back to the
+    next mime type of the same output: ``text/html`` (the chart or tree at the sliders' position when the
+    cell ran) or ``text/plain`` (the same as text). ``static() -> (html, text)``. (``jupyter nbconvert --to
+    html`` is the exception: it always renders the widget view, with a script from a CDN.)
+    """
+
+    class StaticFallbackVBox(widgets.VBox):
+        def _repr_mimebundle_(self, **kwargs):
+            bundle = dict(super()._repr_mimebundle_(**kwargs) or {})
+            html_form, text_form = static()
+            bundle["text/html"], bundle["text/plain"] = html_form, text_form
+            return bundle
+
+    return StaticFallbackVBox(children)
 
 
 # ---- sliders: temperature, top-k, top-p over one bar chart ---------------------------------------
@@ -120,7 +143,13 @@ def warper_explorer(logits: np.ndarray, tokenizer, n: int = 12, temperature: flo
     for s in (t_slider, k_slider, p_slider):
         s.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([t_slider, k_slider, p_slider, chart])
+
+    def static():
+        t, k, p = t_slider.value, k_slider.value, p_slider.value
+        r = warped(logits, t, k, p, n)
+        return chart.value, title(r, t, k, p) + "\n" + _bars_text(labels, r)
+
+    box = _box(widgets, [t_slider, k_slider, p_slider, chart], static)
     display(box)
     return box
 
@@ -160,15 +189,19 @@ def tree_svg(data: dict, upto: int) -> str:
     return str(pics.draw_tree(part, title, show_prob="prob" in data["steps"][0]["candidates"][0]))
 
 
+def _steps_text(data: dict) -> str:
+    """Each step's candidates and their fate, one line per step (the stepper's text form)."""
+    return "\n".join(f"step {t}: " + ", ".join(f"{c['text']!r} {c['status']}" for c in step["candidates"])
+                     for t, step in enumerate(data["steps"], start=1))
+
+
 def beam_stepper(which: str = "toy"):
     """A slider over the steps of a recorded beam search (see :func:`beam_steps`), redrawing the tree."""
     data = beam_steps(which)
     n = len(data["steps"])
     ui = _ipywidgets()
     if ui is None:
-        for t, step in enumerate(data["steps"], start=1):
-            fates = ", ".join(f"{c['text']!r} {c['status']}" for c in step["candidates"])
-            print(f"step {t}: {fates}")
+        print(_steps_text(data))
         return None
     widgets, display = ui
     slider = widgets.IntSlider(value=1, min=1, max=n, step=1, description="step")
@@ -181,6 +214,8 @@ def beam_stepper(which: str = "toy"):
 
     slider.observe(redraw, names="value")
     redraw()
-    box = widgets.VBox([widgets.HBox([play, slider]), picture])
+    # the static form is the whole search (the tree after the last step), whatever the slider shows
+    static = lambda: (tree_svg(data, n), _steps_text(data))  # noqa: E731
+    box = _box(widgets, [widgets.HBox([play, slider]), picture], static)
     display(box)
     return box

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..generation_config import model_generation_config
 from ..generation_output import GenerateDecoderOnlyOutput
+from ..generation_rules import eos_list
 from ..processors.logits_process import LogitsProcessorList
 from ..recorder import NO_TRACE, Recorder
 from ..validation import warn
@@ -51,15 +52,6 @@ __all__ = ["prefill", "decode_step", "repeat_run_length", "model_capacity", "loo
 # ----------------------------------------------------------------------------------------------------
 # The model side: the prompt once, then one token per step through the cache
 # ----------------------------------------------------------------------------------------------------
-
-
-def _nonfinite_params(params: Any, prefix: str = "") -> list[str]:
-    """Names (``h.0.attn.c_attn.weight``) of the arrays in a nested params dict/list that hold NaN or inf."""
-    if isinstance(params, np.ndarray):
-        n = int(params.size - np.count_nonzero(np.isfinite(params)))
-        return [f"{prefix.rstrip('.')} ({n} non-finite of {params.size})"] if n else []
-    items = params.items() if isinstance(params, dict) else enumerate(params) if isinstance(params, list) else ()
-    return [name for key, value in items for name in _nonfinite_params(value, f"{prefix}{key}.")]
 
 
 def repeat_run_length(input_ids: np.ndarray, attention_mask: np.ndarray | None) -> int:
@@ -123,7 +115,8 @@ def loop_defaults(model: Any, logits_processor: Any, stopping_criteria: Any, max
 
     - processors: an empty list (a plain list is wrapped in LogitsProcessorList); stopping criteria:
       an empty list, plus MaxLengthCriteria for the deprecated ``max_length`` argument;
-    - ``pad_token_id`` / ``eos_token_id``: from the model's generation config; eos becomes a list.
+    - ``pad_token_id`` / ``eos_token_id``: from the model's generation config when not given (a loop called by
+      hand; ``generate`` gives both, from the config it merged); eos becomes a list.
 
     Deviation: with no length criterion at all, transformers loops until every row emits eos
     (and crashes past ``n_positions``); refdecode stops at ``n_positions`` with a warning.
@@ -135,11 +128,11 @@ def loop_defaults(model: Any, logits_processor: Any, stopping_criteria: Any, max
     if criteria.max_length is None:
         warn("no max_length stopping criterion: stopping at the model's n_positions")
         criteria.append(MaxLengthCriteria(max_length=int(model.config.n_positions)))
-    defaults = model_generation_config(model)
-    pad_token_id = pad_token_id if pad_token_id is not None else defaults.pad_token_id
-    eos_token_id = eos_token_id if eos_token_id is not None else defaults.eos_token_id
-    eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
-    return logits_processor, criteria, pad_token_id, eos
+    if pad_token_id is None or eos_token_id is None:  # transformers' loops: `x if x is not None else config's x`
+        defaults = model_generation_config(model)
+        pad_token_id = pad_token_id if pad_token_id is not None else defaults.pad_token_id
+        eos_token_id = eos_token_id if eos_token_id is not None else defaults.eos_token_id
+    return logits_processor, criteria, pad_token_id, eos_list(eos_token_id, no_token=True)
 
 
 def check_pad_token(eos: list[int] | None, pad_token_id: int | None) -> None:
@@ -153,14 +146,14 @@ def check_no_nan(scores: np.ndarray, step: int, model: Any = None, logits: np.nd
 
     One ``isnan`` pass over the processed scores (N, V) per step. Only when it finds NaN does it look at the
     step's raw ``logits``: NaN there is the model's fault, not the processors' (a NaN/inf in the checkpoint
-    propagates through every layer), and the message names the tensors of ``model.params`` that hold
-    non-finite values. NaN logits that a processor cleans (``remove_invalid_values=True``) pass, as in
+    propagates through every layer), and the message names the weights the model reports as non-finite
+    (``GPT2.nonfinite_weights``: the model scans its checkpoint, once). NaN logits that a processor cleans (``remove_invalid_values=True``) pass, as in
     transformers.
     """
     if np.isnan(scores).any():
         rows = np.flatnonzero(np.isnan(scores).any(axis=-1))[:10].tolist()
         if logits is not None and np.isnan(logits).any():
-            bad = _nonfinite_params(getattr(model, "params", None))
+            bad = model.nonfinite_weights() if hasattr(model, "nonfinite_weights") else []
             cause = (f"the checkpoint holds non-finite weights: {', '.join(bad[:5])}" if bad else
                      "check the checkpoint's weights and the model")
             raise ValueError(f"the model's logits contain NaN (generation step {step}, rows {rows}): {cause}")

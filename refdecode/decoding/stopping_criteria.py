@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from ..generation_rules import eos_list
 from ..validation import warn
 
 __all__ = [
@@ -108,8 +109,11 @@ class EosTokenCriteria(StoppingCriteria):
     """
 
     def __init__(self, eos_token_id: int | list[int]):
-        ids = [eos_token_id] if isinstance(eos_token_id, (int, np.integer)) else list(eos_token_id)
-        if not ids or any(isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0 for t in ids):
+        try:
+            ids = eos_list(eos_token_id, no_token=True)
+        except ValueError:
+            ids = None
+        if not ids or min(ids) < 0:
             raise ValueError(f"`eos_token_id` has to be a non-negative integer or a non-empty list of them, "
                              f"but is {eos_token_id!r}")
         self.eos_token_id = np.array(ids, dtype=np.int64)

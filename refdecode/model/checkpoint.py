@@ -62,7 +62,7 @@ from .config import GPT2Config
 from ..validation import check_allocation, describe, is_integer, warn
 
 __all__ = ["TensorInfo", "read_header", "read_tensor", "to_float32", "expected_shapes", "checked_tensors",
-           "load_params", "nest"]
+           "load_params", "nest", "nonfinite_tensors"]
 
 # safetensors dtype -> (numpy dtype of the stored bytes, item size), warn
 _DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "F64": np.dtype("<f8"),
@@ -303,3 +303,16 @@ def nest(flat: dict[str, np.ndarray]) -> dict[str, Any]:
                 node = node.setdefault(key, [] if nxt.isdigit() else {})
         node[parts[-1]] = value
     return out
+
+
+def nonfinite_tensors(params: Any, prefix: str = "") -> list[str]:
+    """Names (``h.0.attn.c_attn.weight (3 non-finite of 2304)``) of the arrays in nested params that hold NaN or inf.
+
+    >>> nonfinite_tensors({"h": [{"ln_1": {"weight": np.array([1.0, np.nan], dtype=np.float32)}}], "wte": np.zeros(2)})
+    ['h.0.ln_1.weight (1 non-finite of 2)']
+    """
+    if isinstance(params, np.ndarray):
+        n = int(params.size - np.count_nonzero(np.isfinite(params)))
+        return [f"{prefix.rstrip('.')} ({n} non-finite of {params.size})"] if n else []
+    items = params.items() if isinstance(params, dict) else enumerate(params) if isinstance(params, list) else ()
+    return [name for key, value in items for name in nonfinite_tensors(value, f"{prefix}{key}.")]

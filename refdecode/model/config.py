@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ..numerics import ACT2FN
+from ..text.files import read_json_file
 from ..validation import (
     check_boolean,
     check_choice,
     check_float,
     check_integer,
     check_token_ids,
-    read_json_file,
 )
 
 __all__ = ["GPT2Config"]

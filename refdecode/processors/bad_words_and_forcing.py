@@ -28,14 +28,16 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..generation_rules import check_id_sequences, check_sequence_bias, check_token_list, eos_list
 from ..numerics import softmax
-from ..validation import bad_words_bias, check_sequence_bias, check_token_list, eos_list, is_integer, is_number
+from ..validation import is_integer, is_number
 from .arguments import check_input_ids, check_scores
 from .logits_process import LogitsProcessor
 
 __all__ = [
     "sequence_bias_process",
     "no_bad_words_process",
+    "bad_words_bias",
     "prefix_constrained_process",
     "forced_bos_process",
     "forced_eos_process",
@@ -114,6 +116,15 @@ def no_bad_words_process(input_ids: np.ndarray, scores: np.ndarray, bad_words_id
            [  0.,   0.,   0., -inf]], dtype=float32)
     """
     return sequence_bias_process(input_ids, scores, bad_words_bias(bad_words_ids, eos_token_id), "bad_words_ids")
+
+
+def bad_words_bias(bad_words_ids: list, eos_token_id=None) -> dict:
+    """``bad_words_ids`` (non-empty list of non-empty lists of ids) -> {tuple: -inf}, ``[eos]`` words dropped.
+    Checked before they are dropped, as in 4.38.2: ``[[eos]]`` gives an empty bias, a processor changing nothing."""
+    check_id_sequences("bad_words_ids", bad_words_ids)
+    eos = [] if eos_token_id is None else eos_list(eos_token_id)
+    words = [word for word in bad_words_ids if all(word != [e] for e in eos)]
+    return {tuple(int(t) for t in word): float("-inf") for word in words}
 
 
 def prefix_constrained_process(input_ids: np.ndarray, scores: np.ndarray,

@@ -14,7 +14,8 @@ import numpy as np
 
 from .logits_process import LogitsProcessor
 from .arguments import check_input_ids, check_scores, check_vocab_ids
-from ..validation import eos_list, is_integer, is_number
+from ..generation_rules import eos_list
+from ..validation import is_integer, is_number
 
 __all__ = ["exponential_decay_length_penalty_process", "ExponentialDecayLengthPenalty"]
 

@@ -133,7 +133,7 @@ def load_other(path: str | Path, vocab_size: int = 0) -> Any:
     JSON list of rows, one row of whitespace-separated ints per line, or a conformance response line
     ``{"id": ..., "output": {"sequences": [[...]]}}`` (what an implementation answered for a case), each id in [0, ``vocab_size``) when the
     vocabulary size is known (> 0). Every problem is one ValueError naming the file; an empty file is one."""
-    from ..validation import read_text_file
+    from ..text.files import read_text_file
     from .trace import MAX_TRACE_BYTES
 
     text = read_text_file(path, "trace or token-id file", MAX_TRACE_BYTES)

@@ -35,6 +35,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..decoding.randomness import multinomial
+from ..generation_rules import eos_list
 from .trace import decode_float
 
 __all__ = ["render", "main"]
@@ -135,7 +136,7 @@ def _beam_lines(step: dict, trace: dict, seqs: list, running: dict, text: Callab
                 row_text: Callable[[list[int]], str], top: int, done_before: dict) -> list[str]:
     settings, vocab = trace.get("settings", {}), trace.get("vocab_size", 0)
     eos = settings.get("eos_token_id")
-    eos = [] if eos is None else [eos] if isinstance(eos, int) else eos
+    eos = eos_list(eos, no_token=True) or []
     size = settings.get("num_beams", 1) // (settings.get("num_beam_groups") or 1)
     lines = []
     for stage_rows in dict.fromkeys(tuple(s["rows"]) for s in step["stages"]):

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..generation_rules import eos_list
 from ..recorder import Recorder
 
 __all__ = ["TraceRecorder", "summarize_rows", "encode_float", "decode_float",
@@ -211,7 +212,7 @@ class TraceRecorder(Recorder):
         if unfinished is not None:
             before = self._unfinished if self._unfinished is not None else np.ones_like(unfinished)
             eos = self.header.get("settings", {}).get("eos_token_id")
-            eos = [eos] if isinstance(eos, int) else eos or []
+            eos = eos_list(eos, no_token=True) or []
             step["done"] = [{"row": r, "done": not bool(u), "reason": _row_reason(bool(b), bool(u), int(t) in eos)}
                             for r, (b, u, t) in enumerate(zip(before, unfinished, tokens))]
             self._unfinished = np.array(unfinished)
@@ -351,7 +352,7 @@ def load_trace(path: str | Path) -> dict:
     ``MAX_TRACE_BYTES``, not UTF-8, not JSON, not a refdecode trace, or not valid under ``trace_schema.json``
     (the first errors, each with its JSON path); FileNotFoundError for a missing file.
     """
-    from ..validation import read_json_file
+    from ..text.files import read_json_file
     from .schema import validate
 
     trace = read_json_file(path, "trace", dict, max_bytes=MAX_TRACE_BYTES)
@@ -389,7 +390,7 @@ def replay(trace: dict) -> dict[str, np.ndarray]:
     if trace["mode"] not in ("beam_search", "beam_sample"):
         raise ValueError(f"replay rebuilds beam_search / beam_sample traces, but the trace's mode is {trace['mode']!r}")
     k, alpha, keep = s["num_beams"], s["length_penalty"], s["num_return_sequences"]
-    eos = [s["eos_token_id"]] if isinstance(s["eos_token_id"], int) else s["eos_token_id"] or []
+    eos = eos_list(s["eos_token_id"], no_token=True) or []
     prompt_len = len(trace["prompt"][0])
     seqs = [list(p) for p in trace["prompt"] for _ in range(k)]     # (B*K, T) rows
     hist: list[tuple[int, ...]] = [() for _ in seqs]

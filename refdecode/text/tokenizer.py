@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import check_integer, read_text_file
+from ..validation import check_integer
+from .files import read_text_file
 
 __all__ = ["Tokenizer", "BatchEncoding"]
 

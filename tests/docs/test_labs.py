@@ -10,6 +10,7 @@ stubs unimplemented (``tests/test_tutorials.py`` runs them).
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import ROOT
+from leak_checks import answer_numbers, numbers_in
 
 TUTORIALS_DIR = ROOT / "tutorials"
 SOLUTIONS_DIR = TUTORIALS_DIR / "solutions"
@@ -338,11 +340,11 @@ def test_unattempted_and_crashing_answers_are_reported_not_raised(capsys):
     assert 'hint("llama_top_p")' in out[2]
 
 
-def test_a_wrong_answer_report_shows_input_expected_and_got():
+def test_a_wrong_answer_report_shows_the_input_and_not_the_answer():
     ok, report = _labs.run("min_length", _min_length_le)
     assert not ok
     assert "length 5, min_length 5" in report          # the boundary case is the one that fails
-    assert "expected" in report and "got" in report and "input" in report
+    assert "input" in report and "expected" not in report and "got " not in report
 
 
 def test_positional_and_keyword_solutions_are_both_accepted():
@@ -359,16 +361,49 @@ def test_positional_and_keyword_solutions_are_both_accepted():
     assert not ok and "your function takes (probs); the exercise passes (probs, p)" in report
 
 
-def test_hints_are_staged(capsys):
+def test_hints_are_staged(capsys, tmp_path, monkeypatch):
     from _lab_guide import GUIDES
     for name, guide in GUIDES.items():
         assert 2 <= len(guide.hints) <= 4 and 1 <= guide.level <= 3, name
-    _labs._hints_shown.clear()
+    monkeypatch.setattr(_labs, "HINTS_FILE", tmp_path / ".hints.json")
     first, second = _labs.hint("is_done"), _labs.hint("is_done")
     assert first.startswith("hint 1/3 for is_done") and second.startswith("hint 2/3 for is_done")
     assert _labs.hint("is_done", 3).endswith(GUIDES["is_done"].hints[2])
     with pytest.raises(ValueError, match=r"`stage` has to be an int in \[1, 3\]"):
         _labs.hint("is_done", 4)
+
+
+def test_hint_stages_survive_a_new_run(tmp_path, monkeypatch):
+    """hint() used to count in a dict that every script run or kernel restart emptied, so a student saw hint 1
+    again and again. The stage is kept per exercise in a file: a fresh interpreter (a second run of the
+    tutorial) continues where the first stopped, another exercise starts at 1, and reset_hints() starts over."""
+    state = tmp_path / ".hints.json"
+    program = ("import sys; sys.path.insert(0, sys.argv[1]); import _labs; from pathlib import Path; "
+               "_labs.HINTS_FILE = Path(sys.argv[2]); exec(sys.argv[3])")
+
+    def fresh_run(code: str) -> str:
+        return subprocess.run([sys.executable, "-c", program, str(TUTORIALS_DIR), str(state), code],
+                              capture_output=True, text=True, check=True, cwd=ROOT).stdout
+
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 1/3 for is_done")
+    out = fresh_run('_labs.hint("is_done")')
+    assert out.startswith("hint 2/3 for is_done") and "next: hint('is_done') again" in out
+    assert fresh_run('_labs.hint("llama_top_p")').startswith("hint 1/")      # per exercise
+    assert "that was the last hint" in fresh_run('_labs.hint("is_done")')
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 3/3")         # stays at the last one
+    assert json.loads(state.read_text("utf-8")) == {"is_done": 3, "llama_top_p": 1}
+    fresh_run('_labs.reset_hints("is_done")')
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 1/3 for is_done")
+    assert json.loads(state.read_text("utf-8"))["llama_top_p"] == 1
+    state.write_text("not json", encoding="utf-8")                           # a broken file is a fresh start
+    assert fresh_run('_labs.hint("is_done")').startswith("hint 1/3 for is_done")
+    monkeypatch.setattr(_labs, "HINTS_FILE", tmp_path / "missing" / "dir" / ".hints.json")   # unwritable
+    assert _labs.hint("is_done").startswith("hint 1/3")
+
+
+def test_the_hint_state_file_is_not_committed():
+    ignored = subprocess.run(["git", "check-ignore", "-q", "tutorials/.hints.json"], cwd=ROOT)
+    assert ignored.returncode == 0, "tutorials/.hints.json (hint() stages) must be git-ignored"
 
 
 def _exercise_text(path) -> str:
@@ -410,3 +445,55 @@ def test_llama_top_p_uses_the_top_p_articles_own_example():
     article = cases["the top-p article's example"]
     assert article["probs"].tolist() == [[np.float32(x).item() for x in (0.1, 0.3, 0.4, 0.15, 0.05)]]
     assert article["p"] == 0.8
+
+
+# ---- the checker gives no answer away and refuses refdecode's own -----------------------------------------------
+
+
+@pytest.mark.parametrize("name,wrong", [(n, w) for n, ws in WRONG.items() for w, _ in ws],
+                         ids=lambda v: v if isinstance(v, str) else getattr(v, "__name__", "fn"))
+def test_a_report_never_shows_the_expected_answer(name, wrong):
+    """The checker used to print "expected <refdecode's answer>": a student could copy it. Now the report holds the
+    input (the student's to see) and what differs; no number of the failing case's answer that the input does
+    not already contain."""
+    ok, report = _labs.run(name, wrong)
+    assert not ok
+    match = re.search(r": case (\d+)/", report)
+    label, kwargs, expected = list(_labs.EXERCISES[name].cases())[int(match.group(1)) - 1]
+    inputs = numbers_in(" ".join(_labs._short(v) for v in kwargs.values()) + " " + label, decimals=4)
+    leaked = (numbers_in(report, decimals=4) & answer_numbers(expected, decimals=4)) - inputs
+    assert not leaked, (leaked, report)
+
+
+def test_refdecodes_own_function_is_refused():
+    """``check("llama_top_p", llama_top_p_probs)`` passed all 9 cases: the answer was refdecode's own function."""
+    import functools
+
+    from refdecode import llama_top_p_probs
+    for fn in (llama_top_p_probs, functools.partial(llama_top_p_probs)):
+        ok, report = _labs.run("llama_top_p", fn)
+        assert not ok and "refused: that is refdecode's own" in report, report
+
+
+def test_a_wrapper_that_calls_refdecode_is_refused():
+    """A wrapper, an importlib alias, an is_done built on BeamHypotheses (it passed all 48 cases): each calls into
+    refdecode while it runs, which the checker watches (sys.setprofile)."""
+    import importlib
+
+    from refdecode import BeamHypotheses
+
+    def wrapped(probs, p):
+        return importlib.import_module("refdecode.processors.logits_warp").llama_top_p_probs(probs, p)
+
+    def is_done(worst_score, best_sum_logprobs, cur_len, length_penalty, early_stopping, max_length,
+                decoder_prompt_len):
+        hyps = BeamHypotheses(1, length_penalty, early_stopping, max_length)
+        hyps.add(np.zeros(4, dtype=np.int64), worst_score, generated_len=1)
+        return hyps.is_done(best_sum_logprobs, cur_len, decoder_prompt_len)
+
+    ok, report = _labs.run("llama_top_p", wrapped)
+    assert not ok and "refused: your function calls refdecode's llama_top_p_probs" in report, report
+    ok, report = _labs.run("is_done", is_done)
+    assert not ok and "refused: your function calls refdecode's" in report and "beam_scorer.py" in report, report
+    assert _labs.run("is_done", SOLUTIONS["is_done"])[0]           # the solution itself still passes
+    assert sys.getprofile() is None                                 # the watch is removed after each call

@@ -256,3 +256,64 @@ def test_pictures_name_source_documents_by_their_short_names():
     (issue 25 item 6). Every label of every picture uses the short names of docs/references.md."""
     for path in sorted(IMG.glob("*.svg")) + sorted(IMG.glob("*.json")):
         assert "Clay" not in path.read_text("utf-8"), f"{path.name} names the sampling note by its author"
+
+
+def test_a_figure_is_redrawn_from_the_command_line_on_two_prompts(tmp_path):
+    """An instructor redraws the beam tree and the top-p figure for another prompt and settings, from the command
+    line only: the two prompts give different pictures, and each sidecar holds what refdecode itself computes for
+    that prompt (the returned beams of generate(), the top-p kept set of TopPLogitsWarper on that step)."""
+    import subprocess
+    import sys
+
+    from refdecode import GPT2, Tokenizer, TopPLogitsWarper, generate
+
+    model_dir = ROOT / "models" / "tiny-shakespeare"
+    tok, model = Tokenizer(model_dir), GPT2.from_pretrained(model_dir)
+    drawn = {}
+    for prompt in ("JULIET:", "KING HENRY:\\nWhat"):
+        out = tmp_path / prompt.split(":")[0].replace(" ", "_")
+        for args in (["--figure", "beam-tree-shakespeare", "--num-beams", "2", "--max-new-tokens", "4"],
+                     ["--figure", "top-p", "--top-p", "0.6", "--max-new-tokens", "3"]):
+            run = subprocess.run([sys.executable, str(SCRIPT), *args, "--prompt", prompt, "--model", str(model_dir),
+                                  "--out", str(out)], capture_output=True, text=True, cwd=tmp_path)
+            assert run.returncode == 0, run.stderr
+        assert sorted(p.name for p in out.iterdir()) == ["beam-tree-shakespeare.json", "beam-tree-shakespeare.svg",
+                                                         "top-p.json", "top-p.svg"]
+        text = prompt.replace("\\n", "\n")
+        ids = tok.encode(text)[None, :]
+        beams = json.loads((out / "beam-tree-shakespeare.json").read_text("utf-8"))
+        want = generate(model, ids, max_new_tokens=4, num_beams=2, num_return_sequences=2)
+        assert beams["prompt"] == text and beams["num_beams"] == 2 and len(beams["steps"]) == 4
+        assert beams["returned"] == [tok.decode(row[ids.shape[1]:]) for row in want]
+        assert beams["settings"] == {"max_new_tokens": 4, "num_beams": 2, "prompt": text}
+        svg = (out / "beam-tree-shakespeare.svg").read_text("utf-8")
+        assert text.replace("\n", "\\n") in svg and ET.fromstring(svg).tag.endswith("svg")
+        top_p = json.loads((out / "top-p.json").read_text("utf-8"))
+        context_ids = generate(model, ids, max_new_tokens=3)                   # 3 greedy tokens, then the step
+        assert top_p["context"] == tok.decode(context_ids[0])
+        logits = model(context_ids).logits[:, -1]
+        kept = np.isfinite(TopPLogitsWarper(0.6)(context_ids, logits))[0]
+        assert top_p["token_ids"] == np.argsort(-logits[0], kind="stable")[:10].tolist()
+        assert [p > 0 for p in top_p["top_p"]["probs"]] == kept[top_p["token_ids"]].tolist()
+        assert top_p["top_p"]["p"] == 0.6
+        drawn[prompt] = {name: (out / name).read_text("utf-8") for name in ("beam-tree-shakespeare.svg",
+                                                                            "beam-tree-shakespeare.json",
+                                                                            "top-p.svg", "top-p.json")}
+    first, second = drawn.values()
+    assert all(first[name] != second[name] for name in first)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--figure", "strategies", "--top-p", "0.5"], "does not use --top-p"),
+    (["--top-p", "0.5"], "needs --figure NAME"),
+    (["--figure", "top-p", "--top-p", "1.5"], "--top-p must be a float > 0 and <= 1, got 1.5"),
+    (["--figure", "beam-tree-shakespeare", "--num-beams", "1"], "--num-beams must be an int >= 2"),
+    (["--figure", "top-k", "--model", "nowhere"], "--model must be a checkpoint folder"),
+    (["--figure", "no-such-picture"], "--figure must be one of"),
+])
+def test_picture_options_are_checked(args, message, tmp_path, capsys):
+    """A wrong option is one line naming it and what is allowed (exit 2), before anything is drawn."""
+    with pytest.raises(SystemExit) as stop:
+        load_script().main([*args, "--out", str(tmp_path)])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

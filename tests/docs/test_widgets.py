@@ -100,3 +100,50 @@ def test_the_stepper_redraws_the_tree(widgets_module, monkeypatch):
     assert "has" not in picture.value
     slider.value = 2
     assert "has" in picture.value and "finished" in picture.value
+
+
+def test_a_widget_that_is_not_live_falls_back_to_a_picture(widgets_module, step, monkeypatch):
+    """Executed or static notebook output showed the widget's repr, "VBox(children=(FloatSlider(...". The output
+    of each cell keeps the widget view for a live notebook and carries a picture (text/html, inline SVG) and a
+    text table (text/plain) for everything that cannot run widgets; both follow the sliders' position."""
+    ipywidgets = pytest.importorskip("ipywidgets")
+    tok, logits = step
+    monkeypatch.setattr(widgets_module, "_ipywidgets", lambda: (ipywidgets, lambda box: None))
+    box = widgets_module.warper_explorer(logits, tok)
+    bundle = box._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle                     # live: still the widget
+    assert "<svg" in bundle["text/html"] and "50 tokens can be drawn" in bundle["text/html"]
+    assert not bundle["text/plain"].startswith(("VBox(", "StaticFallbackVBox(")) and "'ll" in bundle["text/plain"]
+    box.children[1].value = 3                                                       # top_k slider
+    assert "3 tokens can be drawn" in box._repr_mimebundle_()["text/plain"]
+    stepper = widgets_module.beam_stepper("toy")
+    bundle = stepper._repr_mimebundle_()
+    assert "<svg" in bundle["text/html"] and "has" in bundle["text/html"]          # the whole tree
+    assert "step 2: 'has' kept" in bundle["text/plain"] and "VBox" not in bundle["text/plain"]
+
+
+def test_an_executed_notebook_shows_pictures_not_vbox_text(tmp_path):
+    """The same in a real kernel: a notebook cell calling the widgets, executed headless (nbclient, as
+    ``jupyter nbconvert --execute`` does), saves outputs whose static forms are the chart and the tree."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    pytest.importorskip("ipywidgets")
+    code = ("import sys; sys.path.insert(0, {tutorials!r})\n"
+            "from refdecode import GPT2, Tokenizer\n"
+            "from _widgets import warper_explorer, beam_stepper\n"
+            "tok, model = Tokenizer({model!r}), GPT2.from_pretrained({model!r})\n"
+            "logits = model(tok.encode('ROMEO:\\nI')[None, :]).logits[:, -1]\n"
+            "warper_explorer(logits, tok)\n"
+            "beam_stepper('toy');").format(tutorials=str(ROOT / "tutorials"), model=str(MODEL))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}},
+                            ).execute()
+    outputs = [o for o in nb.cells[0].outputs if o["output_type"] == "display_data"]
+    assert len(outputs) == 2, nb.cells[0].outputs
+    for out in outputs:
+        assert "application/vnd.jupyter.widget-view+json" in out["data"]
+        assert out["data"]["text/html"].count("<svg") == 1
+        assert "VBox" not in out["data"]["text/plain"]
+    assert "tokens can be drawn" in outputs[0]["data"]["text/plain"]
+    assert "step 1:" in outputs[1]["data"]["text/plain"]

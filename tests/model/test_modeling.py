@@ -44,3 +44,15 @@ def test_mmap_with_the_fast_pass_keeps_the_stored_layout():
     model = GPT2.from_pretrained(MODELS / "gpt2-tiny", forward="fast", mmap=True)
     assert not model.params["h"][0]["mlp"]["c_fc"]["weight"].flags.f_contiguous
     assert model(np.array([[1, 2]])).logits.dtype == np.float32
+
+
+def test_nonfinite_weights_names_the_tensor_and_is_scanned_once():
+    """The decode loop scanned the checkpoint itself when the logits turned NaN; the model answers now, once."""
+    model = GPT2.from_pretrained(MODELS / "gpt2-tiny")
+    assert model.nonfinite_weights() == []
+    model = GPT2.from_pretrained(MODELS / "gpt2-tiny")
+    weight = model.params["h"][1]["mlp"]["c_fc"]["weight"]
+    weight[0, 3] = np.inf
+    assert model.nonfinite_weights() == [f"h.1.mlp.c_fc.weight (1 non-finite of {weight.size})"]
+    weight[0, 3] = 0.0
+    assert model.nonfinite_weights() == [f"h.1.mlp.c_fc.weight (1 non-finite of {weight.size})"]  # kept, not rescanned

@@ -13,7 +13,8 @@ from refdecode.processors.arguments import (
     check_scores,
     check_vocab_ids,
 )
-from refdecode.validation import eos_list, is_float, is_integer, is_number
+from refdecode.generation_rules import eos_list
+from refdecode.validation import is_float, is_integer, is_number
 
 
 def test_integers_are_python_or_numpy_ints_never_bools():

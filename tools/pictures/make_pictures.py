@@ -9,6 +9,12 @@ Regenerate (after a change that moves a number; then commit docs/img/)::
 
     python tools/pictures/make_pictures.py            # writes docs/img/
     python tools/pictures/make_pictures.py --out DIR  # somewhere else
+    python tools/pictures/make_pictures.py --figure top-p --prompt 'JULIET:\\n' --top-p 0.9 --out DIR
+
+``--figure NAME`` draws one picture. The figures of REDRAWABLE (the shipped-model beam tree and the one-step
+figures: temperature, top-k, top-p, repetition penalty, the processor pipeline, no-repeat n-gram) take a
+prompt, a model folder and their strategy settings from the command line, so an instructor can redraw one
+for another prompt or checkpoint; the others are fixed runs (toy models, steps chosen for what they show).
 
 Runs offline in ~20 s on the shipped model (models/tiny-shakespeare; 15 of them are the 40-token runs of
 the strategies picture). The beam runs use the real loops (``beam_search``, ``beam_sample``,
@@ -27,6 +33,7 @@ import argparse
 import json
 import math
 import sys
+from typing import NamedTuple
 from pathlib import Path
 
 import numpy as np
@@ -202,9 +209,9 @@ def run_toy_beams(sample_seed: int | None = None) -> dict:
             "finished": finished_pool(scorer, 1, 0.0, lambda ids: words(ids))}
 
 
-def run_shakespeare_beams(tok, model) -> dict:
+def run_shakespeare_beams(tok, model, prompt_text: str = "ROMEO:\n", K: int = 3, new: int = 5) -> dict:
     """Beam search on the shipped model: "ROMEO:\\n", K = 3, 5 new tokens, default α = 1."""
-    prompt, K, new = tok.encode("ROMEO:\n")[None, :], 3, 5
+    prompt = tok.encode(prompt_text)[None, :]
     eos = int(model.config.eos_token_id)
     scorer = RecordingScorer(batch_size=1, num_beams=K, length_penalty=1.0, num_beam_hyps_to_keep=K,
                              max_length=prompt.shape[1] + new)
@@ -213,9 +220,10 @@ def run_shakespeare_beams(tok, model) -> dict:
     ref = generate(model, prompt, max_new_tokens=new, num_beams=K, num_return_sequences=K)
     assert np.array_equal(out, ref), "recorded run differs from generate()"
     steps = beam_trace(scorer.calls, K, [eos], lambda t: tok.decode([t]), [0.0] + [-1e9] * (K - 1))
-    return {"kind": "beam search", "prompt": "ROMEO:\n", "num_beams": K, "length_penalty": 1.0,
-            "command": 'refdecode "ROMEO:\\n" --num-beams 3 --max-new-tokens 5 (generate(..., num_beams=3, '
-                       "max_new_tokens=5, num_return_sequences=3))",
+    shown = prompt_text.replace("\n", "\\n")
+    return {"kind": "beam search", "prompt": prompt_text, "num_beams": K, "length_penalty": 1.0,
+            "command": f'refdecode "{shown}" --num-beams {K} --max-new-tokens {new} (generate(..., num_beams={K}, '
+                       f"max_new_tokens={new}, num_return_sequences={K}))",
             "steps": steps, "returned": [tok.decode(row[prompt.shape[1]:]) for row in out],
             "finished": finished_pool(scorer, prompt.shape[1], 1.0, lambda ids: tok.decode(ids))}
 
@@ -264,14 +272,14 @@ def dist(scores: np.ndarray, idx: list[int]) -> list[float]:
     return [r6(p) for p in softmax(scores)[0, idx]]
 
 
-def run_distributions(tok, model) -> dict:
+def run_distributions(tok, model, prompt: str = "ROMEO:\n", n_greedy: int = 19,
+                      temps: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0), k: int = 3, p: float = 0.8) -> dict:
     """One greedy step of the shipped model and what each warper / processor does to it."""
-    context = greedy_text(tok, model, "ROMEO:\n", 19)   # "... I'll not, my lord": next is . , ; :
+    context = greedy_text(tok, model, prompt, n_greedy)   # "... I'll not, my lord": next is . , ; :
     ids, logits = one_step(tok, model, context)
     top = [int(i) for i in np.argsort(-logits[0], kind="stable")[:10]]
     labels = [f"'{show(tok.decode([i]))}'" for i in top]
-    temps = [0.5, 1.0, 1.5, 2.0]
-    k, p, penalty = 3, 0.8, 1.3
+    penalty = 1.3
     in_context = [bool(np.isin(i, ids)) for i in top]
     penalised = RepetitionPenaltyLogitsProcessor(penalty)(ids, logits)
     sorted_probs = dist(logits, top)
@@ -286,13 +294,14 @@ def run_distributions(tok, model) -> dict:
                                    "probs": dist(penalised, top)}}
 
 
-def run_pipeline(tok, model) -> dict:
+def run_pipeline(tok, model, prompt: str = "ROMEO:\n", n_greedy: int = 19, temperature: float = 0.7,
+                 top_k: int = 5, top_p: float = 0.8) -> dict:
     """The same step through a processor list in generate()'s order: penalty, then T, top-k, top-p."""
-    context = greedy_text(tok, model, "ROMEO:\n", 19)
+    context = greedy_text(tok, model, prompt, n_greedy)
     ids, logits = one_step(tok, model, context)
     stages = [("raw", None), ("repetition_penalty=1.3", RepetitionPenaltyLogitsProcessor(1.3)),
-              ("temperature=0.7", TemperatureLogitsWarper(0.7)), ("top_k=5", TopKLogitsWarper(5)),
-              ("top_p=0.8", TopPLogitsWarper(0.8))]
+              (f"temperature={temperature}", TemperatureLogitsWarper(temperature)),
+              (f"top_k={top_k}", TopKLogitsWarper(top_k)), (f"top_p={top_p}", TopPLogitsWarper(top_p))]
     top = [int(i) for i in np.argsort(-logits[0], kind="stable")[:6]]
     scores, rows = logits, []
     for name, proc in stages:
@@ -318,9 +327,9 @@ def run_top_p_variants() -> dict:
     return {"cases": rows}
 
 
-def run_no_repeat(tok, model) -> dict:
+def run_no_repeat(tok, model, prompt: str = "ROMEO:\n", n_greedy: int = 14) -> dict:
     """The step where greedy search repeats "I'll not", before and after a no-repeat-2-gram ban."""
-    context = greedy_text(tok, model, "ROMEO:\n", 14)   # "... COUNTESS:\nI": greedy says "'ll" again
+    context = greedy_text(tok, model, prompt, n_greedy)   # "... COUNTESS:\nI": greedy says "'ll" again
     ids, logits = one_step(tok, model, context)
     after = NoRepeatNGramLogitsProcessor(2)(ids, logits)
     top = [int(i) for i in np.argsort(-logits[0], kind="stable")[:8]]
@@ -540,7 +549,8 @@ def draw_bars(panels: list[dict], title: str, subtitle: str, panel_w=230, h=300,
 
 def distribution_pictures(d: dict) -> dict[str, S.Svg]:
     labels, raw = d["tokens"], d["raw"]
-    ctx = "after “…" + d["context"][-22:].replace("\n", "\\n") + "” (shipped model, greedy context), 10 most probable"
+    where = d.get("model", "shipped model")   # "model": a redraw on another checkpoint (--model)
+    ctx = "after “…" + d["context"][-22:].replace("\n", "\\n") + f"” ({where}, greedy context), 10 most probable"
     blue = [S.BLUE] * len(raw)
     temp = [{"title": f"T = {t}", "labels": labels[:6], "values": v[:6], "colors": blue}
             for t, v in d["temperature"].items()]
@@ -575,7 +585,7 @@ def draw_pipeline(d: dict) -> S.Svg:
     panels = [{"title": st["stage"], "labels": d["tokens"], "values": st["probs"],
                "colors": [S.BLUE if v > 0 else S.GREY for v in st["probs"]]} for st in d["stages"]]
     return draw_bars(panels, "One step through the processors, in generate()'s order (each panel: softmax after it)",
-                     "after “…" + d["context"][-22:].replace("\n", "\\n") + "” (shipped model); "
+                     "after “…" + d["context"][-22:].replace("\n", "\\n") + f"” ({d.get('model', 'shipped model')}); "
                      "the repetition penalty acts on logits, then the warpers: temperature → top-k → top-p",
                      panel_w=220, h=280, ymax=1.0)  # 220: six 3-decimal labels side by side never touch
 
@@ -605,14 +615,15 @@ def draw_variants(data: dict) -> S.Svg:
 
 def draw_no_repeat(d: dict) -> S.Svg:
     banned = [t for t, b in zip(d["token_texts"], d["banned"]) if b]
+    title = (f"No-repeat n-gram: “{show(d['last_token'])}{banned[0]}” has occurred, so “{banned[0]}” is banned"
+             if banned else f"No-repeat n-gram: no {d['ngram_size']}-gram would repeat at this step, nothing banned")
     ctx = ("after “…" + d["context"][-20:].replace("\n", "\\n") + f"”: greedy would say “{d['token_texts'][0]}”"
            f" (the first {d['ngram_size']}-gram ending there has occurred before)")
     return draw_bars([{"title": "raw", "labels": d["tokens"], "values": d["before"], "colors": [S.BLUE] * 8},
                       {"title": f"no_repeat_ngram_size = {d['ngram_size']}", "labels": d["tokens"],
                        "values": d["after"], "colors": [S.GREY if b else S.BLUE for b in d["banned"]],
                        "notes": ["banned" if b else "" for b in d["banned"]]}],
-                     f"No-repeat n-gram: “{show(d['last_token'])}{banned[0]}” has occurred, so “{banned[0]}” is banned",
-                     ctx, panel_w=320, min_width=760)
+                     title, ctx, panel_w=320, min_width=760)
 
 
 def draw_min_length(d: dict) -> S.Svg:
@@ -693,6 +704,107 @@ def draw_length_penalty(d: dict) -> S.Svg:
 # ---------------------------------------------------------------------------------------------
 
 
+class Settings(NamedTuple):
+    """What an instructor can change from the command line; None = the figure's own default (the docs' run).
+
+    (A NamedTuple, not a dataclass: the tests and tutorials/_widgets.py load this file by path, unregistered.)
+    """
+
+    prompt: str | None = None
+    model: Path | None = None
+    max_new_tokens: int | None = None
+    num_beams: int | None = None
+    temperature: tuple[float, ...] | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+
+    def given(self) -> set[str]:
+        return {name for name in self._fields if getattr(self, name) is not None}
+
+
+# figure -> the options it takes (besides --prompt and --model); every other figure is a fixed run.
+# max_new_tokens is the figure's own length: the beam tree's new tokens, or the greedy tokens before the
+# drawn step for the one-step figures.
+REDRAWABLE = {
+    "beam-tree-shakespeare": {"max_new_tokens", "num_beams"},
+    "temperature": {"max_new_tokens", "temperature"},
+    "top-k": {"max_new_tokens", "top_k"},
+    "top-p": {"max_new_tokens", "top_p"},
+    "repetition-penalty": {"max_new_tokens"},
+    "processor-pipeline": {"max_new_tokens", "temperature", "top_k", "top_p"},
+    "no-repeat-ngram": {"max_new_tokens"},
+}
+
+
+def check_settings(figure: str | None, settings: Settings) -> None:
+    """Options only for a figure that uses them; ranges as generate() checks them (ValueError naming the option)."""
+    given = settings.given()
+    known = sorted({p.stem for p in (ROOT / "docs" / "img").glob("*.json")} | set(REDRAWABLE))
+    if figure is not None and figure not in known:
+        raise ValueError(f"--figure must be one of {', '.join(known)}, got {figure!r}")
+    if given and figure is None:
+        raise ValueError(f"--{sorted(given)[0].replace('_', '-')} needs --figure NAME (one of: "
+                         f"{', '.join(sorted(REDRAWABLE))})")
+    if figure is not None and given - {"prompt", "model"} - REDRAWABLE.get(figure, set()):
+        bad = sorted(given - {"prompt", "model"} - REDRAWABLE.get(figure, set()))[0]
+        takes = sorted(REDRAWABLE.get(figure, set()))
+        raise ValueError(f"--figure {figure} does not use --{bad.replace('_', '-')}"
+                         + (f"; it takes --prompt, --model, --{', --'.join(t.replace('_', '-') for t in takes)}"
+                            if takes else " (a fixed run: it takes no options)"))
+    if given & {"prompt", "model"} and figure not in REDRAWABLE:
+        raise ValueError(f"--figure {figure} is a fixed run (a toy model or a chosen step): it takes no --prompt or "
+                         f"--model; figures that do: {', '.join(sorted(REDRAWABLE))}")
+    s = settings
+    if s.prompt is not None and not s.prompt:
+        raise ValueError("--prompt must not be empty")
+    if s.model is not None and not (Path(s.model) / "config.json").is_file():
+        raise ValueError(f"--model must be a checkpoint folder with a config.json, got {s.model}")
+    if s.max_new_tokens is not None and not s.max_new_tokens >= 1:
+        raise ValueError(f"--max-new-tokens must be an int >= 1, got {s.max_new_tokens}")
+    if s.num_beams is not None and not s.num_beams >= 2:
+        raise ValueError(f"--num-beams must be an int >= 2 (a beam tree), got {s.num_beams}")
+    if s.temperature is not None and not all(t > 0 for t in s.temperature):
+        raise ValueError(f"--temperature must be > 0, got {list(s.temperature)}")
+    if s.temperature is not None and figure == "processor-pipeline" and len(s.temperature) != 1:
+        raise ValueError(f"--temperature takes one value for processor-pipeline, got {list(s.temperature)}")
+    if s.top_p is not None and not 0.0 < s.top_p <= 1.0:
+        raise ValueError(f"--top-p must be a float > 0 and <= 1, got {s.top_p}")
+    if s.top_k is not None and not s.top_k >= 1:
+        raise ValueError(f"--top-k must be an int >= 1, got {s.top_k}")
+
+
+def redraw(figure: str, settings: Settings) -> tuple[dict, S.Svg]:
+    """One figure of REDRAWABLE on the instructor's prompt, model and settings (none given: the docs' run).
+
+    With settings, the sidecar also names the model folder and the settings given."""
+    s = settings
+    model_dir = Path(s.model) if s.model is not None else MODEL_DIR
+    tok, model = Tokenizer(str(model_dir)), GPT2.from_pretrained(str(model_dir))
+    prompt = s.prompt if s.prompt is not None else "ROMEO:\n"
+    if figure == "beam-tree-shakespeare":
+        data = run_shakespeare_beams(tok, model, prompt, s.num_beams or 3, s.max_new_tokens or 5)
+    elif figure == "processor-pipeline":
+        data = run_pipeline(tok, model, prompt, s.max_new_tokens or 19, (s.temperature or (0.7,))[0],
+                            s.top_k or 5, s.top_p or 0.8)
+    elif figure == "no-repeat-ngram":
+        data = run_no_repeat(tok, model, prompt, s.max_new_tokens or 14)
+    else:
+        temps = tuple(sorted({1.0, *s.temperature})) if s.temperature else (0.5, 1.0, 1.5, 2.0)
+        data = run_distributions(tok, model, prompt, s.max_new_tokens or 19, temps, s.top_k or 3, s.top_p or 0.8)
+    if s.given():
+        data = {**data, "model": model_dir.name,
+                "settings": {k: getattr(s, k) for k in sorted(s.given() - {"model"})}}
+    if figure == "beam-tree-shakespeare":
+        where = "the shipped model" if model_dir == MODEL_DIR else model_dir.name
+        shown = prompt.replace("\n", "\\n")
+        return data, draw_tree(data, f"Beam search on {where}: “{shown}”, {s.max_new_tokens or 5} new tokens")
+    if figure == "processor-pipeline":
+        return data, draw_pipeline(data)
+    if figure == "no-repeat-ngram":
+        return data, draw_no_repeat(data)
+    return data, distribution_pictures(data)[figure]
+
+
 def build() -> dict[str, tuple[dict, S.Svg]]:
     """name -> (sidecar data, picture). Everything is computed here, from the package."""
     tok, model = shakespeare()
@@ -725,10 +837,17 @@ def build() -> dict[str, tuple[dict, S.Svg]]:
     return pics
 
 
-def write(out_dir: Path) -> list[str]:
+def write(out_dir: Path, figure: str | None = None, settings: Settings = Settings()) -> list[str]:
+    """Draw every picture (or only ``figure``) into out_dir; with settings, ``figure`` is redrawn on them."""
+    check_settings(figure, settings)
+    if figure in REDRAWABLE:
+        pics = {figure: redraw(figure, settings)}
+    else:
+        pics = build()
+        pics = pics if figure is None else {figure: pics[figure]}
     out_dir.mkdir(parents=True, exist_ok=True)
     names = []
-    for name, (data, svg) in sorted(build().items()):
+    for name, (data, svg) in sorted(pics.items()):
         (out_dir / f"{name}.svg").write_text(str(svg), encoding="utf-8")
         (out_dir / f"{name}.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                                               encoding="utf-8")
@@ -737,10 +856,32 @@ def write(out_dir: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Redraw one figure for a lecture: --figure beam-tree-shakespeare --prompt 'JULIET:\\n' --num-beams 2 "
+               "--out /tmp/pics. A prompt's \\n is a newline. Options per figure: "
+               + "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(REDRAWABLE.items())))
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img", help="output folder (default: docs/img)")
+    parser.add_argument("--figure", metavar="NAME", help="draw only this picture (a docs/img/ file name, no .svg)")
+    parser.add_argument("--prompt", help="the prompt (default: the figure's own, 'ROMEO:\\n')")
+    parser.add_argument("--model", type=Path, help="a checkpoint folder (default: models/tiny-shakespeare)")
+    parser.add_argument("--max-new-tokens", type=int, help="beam tree: new tokens; one-step figures: greedy "
+                                                            "tokens before the drawn step")
+    parser.add_argument("--num-beams", type=int)
+    parser.add_argument("--temperature", type=float, nargs="+", help="one value or several (the temperature "
+                                                                     "figure draws T = 1 and each)")
+    parser.add_argument("--top-p", type=float)
+    parser.add_argument("--top-k", type=int)
     args = parser.parse_args(argv)
-    names = write(args.out)
+    prompt = args.prompt.replace("\\n", "\n") if args.prompt is not None else None
+    settings = Settings(prompt, args.model, args.max_new_tokens, args.num_beams,
+                        tuple(args.temperature) if args.temperature else None, args.top_p, args.top_k)
+    if args.out == ROOT / "docs" / "img" and settings.given():
+        parser.error("with options the picture differs from the docs' one: give --out DIR (not docs/img)")
+    try:
+        names = write(args.out, args.figure, settings)
+    except ValueError as e:
+        parser.error(str(e))
     print(f"wrote {len(names)} pictures (.svg + .json) to {args.out}: {', '.join(names)}")
     return 0
 

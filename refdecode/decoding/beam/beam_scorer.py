@@ -20,53 +20,17 @@ Docs: docs/beam-search.md (the 4.26 walkthrough's length-penalty examples eg1-eg
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
 import numpy as np
 
+from ...generation_rules import eos_list
 from ...validation import check_allocation, check_choice, check_float, check_integer, describe
 
-__all__ = ["BeamHypotheses", "BeamSearchScorer", "check_length_penalty"]
-
-#: float64 overflows above e**709.78 and reaches 0 below e**-745: ``length ** length_penalty`` stays a
-#: positive finite float for every length <= max_length while |length_penalty| * ln(max_length) <= 709.
-_LOG_FLOAT64_MAX = 709.0
-
-
-def check_length_penalty(length_penalty: Any, max_length: int | None = None) -> float:
-    r"""``length_penalty`` as a float: finite, and small enough that :math:`\ell^{\alpha}` is a positive finite
-    float64 for every length :math:`\ell \le` ``max_length`` (when known).
-
-    transformers 4.38.2 lets any value through: ``-inf`` raises ZeroDivisionError and ``250``
-    OverflowError in ``BeamHypotheses.add`` (``length ** 250`` overflows from length 18 on); NaN makes
-    every score NaN. All three are refused here, before the search starts.
-
-    >>> check_length_penalty(250.0, max_length=20)
-    Traceback (most recent call last):
-    ...
-    ValueError: `length_penalty` must be a finite number with |length_penalty| * ln(max_length) <= 709 (so that length ** length_penalty is a finite positive float64 for every length up to max_length=20), got 250.0 (float)
-    """
-    value = check_float("length_penalty", length_penalty)
-    if max_length is not None and max_length > 1 and abs(value) * math.log(max_length) > _LOG_FLOAT64_MAX:
-        raise ValueError("`length_penalty` must be a finite number with |length_penalty| * ln(max_length) <= 709 "
-                         "(so that length ** length_penalty is a finite positive float64 for every length up to "
-                         f"max_length={max_length}), got {describe(length_penalty)}")
-    return value
-
-
-def _length_factor(length: int, length_penalty: float) -> float:
-    """``length ** length_penalty`` (float64), or a ValueError naming ``length_penalty`` if it is not a
-    positive finite float (a scorer built without ``max_length`` cannot check the bound up front)."""
-    try:
-        factor = float(length) ** length_penalty
-    except OverflowError:
-        factor = math.inf
-    if not 0.0 < factor < math.inf:
-        raise ValueError(f"`length_penalty`={length_penalty} makes length ** length_penalty "
-                         f"{'overflow' if factor else 'underflow to 0'} at length {length}; use a smaller "
-                         "|length_penalty| (see check_length_penalty)")
-    return factor
+__all__ = ["BeamHypotheses", "BeamSearchScorer", "split_candidates", "pad_hypotheses", "check_length_penalty",
+           "check_scorer_arguments"]
 
 
 class BeamHypotheses:
@@ -105,6 +69,13 @@ class BeamHypotheses:
 
     def __len__(self) -> int:
         return len(self.beams)
+
+    def empty(self) -> BeamHypotheses:
+        """A new pool with this one's settings (checked already) and no hypothesis: the scorers build one
+        pool per prompt (and group) this way, so the arguments are checked once, not once per pool."""
+        pool = copy.copy(self)
+        pool.beams, pool.worst_score = [], 1e9
+        return pool
 
     def add(self, hyp: np.ndarray, sum_logprobs: float, beam_indices: tuple[int, ...] | None = None,
             generated_len: int | None = None) -> None:
@@ -185,28 +156,8 @@ class BeamSearchScorer:
     def __init__(self, batch_size: int, num_beams: int, length_penalty: float = 1.0,
                  do_early_stopping: bool | str = False, num_beam_hyps_to_keep: int = 1, num_beam_groups: int = 1,
                  max_length: int | None = None, device: Any = None):
-        if not isinstance(length_penalty, (int, float, np.integer, np.floating)) or \
-                isinstance(length_penalty, (bool, np.bool_)):
-            raise TypeError(f"`length_penalty` has to be a number, but is {length_penalty!r}"
-                            + (" (transformers' third positional argument is `device`; here it is `length_penalty`: "
-                               "pass `device=` as a keyword, refdecode ignores it)" if isinstance(length_penalty, str)
-                               else ""))
-        num_beams = check_integer("num_beams", num_beams)
-        num_beam_groups = check_integer("num_beam_groups", num_beam_groups, minimum=1)
-        batch_size = check_integer("batch_size", batch_size, minimum=1)
-        num_beam_hyps_to_keep = check_integer("num_beam_hyps_to_keep", num_beam_hyps_to_keep, minimum=1)
-        if num_beams <= 1:
-            raise ValueError(f"`num_beams` has to be an integer strictly greater than 1, but is {num_beams}. For "
-                             "`num_beams` == 1, one should make use of `greedy_search` instead.")
-        if num_beam_groups > num_beams or num_beams % num_beam_groups != 0:
-            raise ValueError("`num_beam_groups` has to be an integer smaller or equal than `num_beams` and "
-                             "`num_beams` has to be divisible by `num_beam_groups`, but is "
-                             f"{num_beam_groups} with `num_beams` being {num_beams}.")
-        if num_beam_hyps_to_keep > num_beams:
-            raise ValueError(f"`num_beam_hyps_to_keep` has to be <= `num_beams` ({num_beams}), "
-                             f"but is {num_beam_hyps_to_keep}")
-        check_allocation("BeamSearchScorer", 512 * batch_size * num_beam_groups,  # ~512 B per BeamHypotheses
-                         f"`batch_size`={batch_size} x `num_beam_groups`={num_beam_groups} pools of hypotheses")
+        batch_size, num_beams, num_beam_hyps_to_keep, num_beam_groups = check_scorer_arguments(
+            batch_size, num_beams, length_penalty, num_beam_hyps_to_keep, num_beam_groups)
         self.batch_size = batch_size
         self.num_beams = num_beams
         self.length_penalty = check_length_penalty(length_penalty, max_length)
@@ -214,8 +165,8 @@ class BeamSearchScorer:
         self.num_beam_hyps_to_keep = num_beam_hyps_to_keep
         self.num_beam_groups = num_beam_groups
         self.group_size = num_beams // num_beam_groups
-        self.beam_hyps = [[BeamHypotheses(self.group_size, length_penalty, do_early_stopping, max_length)
-                           for _ in range(num_beam_groups)] for _ in range(batch_size)]
+        pool = BeamHypotheses(self.group_size, length_penalty, do_early_stopping, max_length)
+        self.beam_hyps = [[pool.empty() for _ in range(num_beam_groups)] for _ in range(batch_size)]  # [b][g]
         self.done = np.zeros((batch_size, num_beam_groups), dtype=bool)  # (B, G)
 
     @property
@@ -265,7 +216,7 @@ class BeamSearchScorer:
             raise ValueError(f"A {'group ' if self.num_beam_groups > 1 else ''}beam size of {input_ids.shape[0]} "
                              f"is used as the input, but a {'group ' if self.num_beam_groups > 1 else ''}beam size "
                              f"of {g} is expected by the beam scorer.")
-        eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+        eos = eos_list(eos_token_id, no_token=True)
         out_scores = np.zeros((self.batch_size, g), dtype=next_scores.dtype)  # (B, g)
         out_tokens = np.zeros((self.batch_size, g), dtype=np.int64)          # (B, g)
         out_rows = np.zeros((self.batch_size, g), dtype=np.int64)            # (B, g) rows of input_ids
@@ -313,7 +264,7 @@ class BeamSearchScorer:
         -- also a running beam that never emitted eos, when it is shorter than W -- and the rest
         of the row is ``pad_token_id``.
         """
-        eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+        eos = eos_list(eos_token_id, no_token=True)
         g, n_keep = self.group_size, self.num_beam_hyps_to_keep
         for b in range(self.batch_size):
             for grp in range(self.num_beam_groups):
@@ -392,3 +343,76 @@ def pad_hypotheses(best: list, max_length: int | None, pad_token_id: int | None,
             decoded[i, lengths[i]] = eos[0]  # only the first eos id
     scores = np.array([score for score, _, _ in best], dtype=np.float32)  # (N,)
     return {"sequences": decoded, "sequence_scores": scores, "beam_indices": indices}
+
+
+# ----------------------------------------------------------------------------------------------------
+# The checks at the door: the constructors' arguments, and the length penalty's float64 range
+# ----------------------------------------------------------------------------------------------------
+
+#: float64 overflows above e**709.78 and reaches 0 below e**-745: ``length ** length_penalty`` stays a
+#: positive finite float for every length <= max_length while |length_penalty| * ln(max_length) <= 709.
+_LOG_FLOAT64_MAX = 709.0
+
+
+def check_length_penalty(length_penalty: Any, max_length: int | None = None) -> float:
+    r"""``length_penalty`` as a float: finite, and small enough that :math:`\ell^{\alpha}` is a positive finite
+    float64 for every length :math:`\ell \le` ``max_length`` (when known).
+
+    transformers 4.38.2 lets any value through: ``-inf`` raises ZeroDivisionError and ``250``
+    OverflowError in ``BeamHypotheses.add`` (``length ** 250`` overflows from length 18 on); NaN makes
+    every score NaN. All three are refused here, before the search starts.
+
+    >>> check_length_penalty(250.0, max_length=20)
+    Traceback (most recent call last):
+    ...
+    ValueError: `length_penalty` must be a finite number with |length_penalty| * ln(max_length) <= 709 (so that length ** length_penalty is a finite positive float64 for every length up to max_length=20), got 250.0 (float)
+    """
+    value = check_float("length_penalty", length_penalty)
+    if max_length is not None and max_length > 1 and abs(value) * math.log(max_length) > _LOG_FLOAT64_MAX:
+        raise ValueError("`length_penalty` must be a finite number with |length_penalty| * ln(max_length) <= 709 "
+                         "(so that length ** length_penalty is a finite positive float64 for every length up to "
+                         f"max_length={max_length}), got {describe(length_penalty)}")
+    return value
+
+
+def _length_factor(length: int, length_penalty: float) -> float:
+    """``length ** length_penalty`` (float64), or a ValueError naming ``length_penalty`` if it is not a
+    positive finite float (a scorer built without ``max_length`` cannot check the bound up front)."""
+    try:
+        factor = float(length) ** length_penalty
+    except OverflowError:
+        factor = math.inf
+    if not 0.0 < factor < math.inf:
+        raise ValueError(f"`length_penalty`={length_penalty} makes length ** length_penalty "
+                         f"{'overflow' if factor else 'underflow to 0'} at length {length}; use a smaller "
+                         "|length_penalty| (see check_length_penalty)")
+    return factor
+
+
+def check_scorer_arguments(batch_size: Any, num_beams: Any, length_penalty: Any, num_beam_hyps_to_keep: Any,
+                           num_beam_groups: Any) -> tuple[int, int, int, int]:
+    """:class:`BeamSearchScorer`'s arguments (transformers 4.38.2's checks and messages, and the types) ->
+    ``batch_size, num_beams, num_beam_hyps_to_keep, num_beam_groups`` as Python ints."""
+    if not isinstance(length_penalty, (int, float, np.integer, np.floating)) or \
+            isinstance(length_penalty, (bool, np.bool_)):
+        raise TypeError(f"`length_penalty` has to be a number, but is {length_penalty!r}"
+                        + (" (transformers' third positional argument is `device`; here it is `length_penalty`: "
+                           "pass `device=` as a keyword, refdecode ignores it)" if isinstance(length_penalty, str)
+                           else ""))
+    num_beams = check_integer("num_beams", num_beams)
+    num_beam_groups = check_integer("num_beam_groups", num_beam_groups, minimum=1)
+    batch_size = check_integer("batch_size", batch_size, minimum=1)
+    num_beam_hyps_to_keep = check_integer("num_beam_hyps_to_keep", num_beam_hyps_to_keep, minimum=1)
+    if num_beams <= 1:
+        raise ValueError(f"`num_beams` has to be an integer strictly greater than 1, but is {num_beams}. For "
+                         "`num_beams` == 1, one should make use of `greedy_search` instead.")
+    if num_beam_groups > num_beams or num_beams % num_beam_groups != 0:
+        raise ValueError("`num_beam_groups` has to be an integer smaller or equal than `num_beams` and "
+                         "`num_beams` has to be divisible by `num_beam_groups`, but is "
+                         f"{num_beam_groups} with `num_beams` being {num_beams}.")
+    if num_beam_hyps_to_keep > num_beams:
+        raise ValueError(f"`num_beam_hyps_to_keep` has to be <= `num_beams` ({num_beams}), "
+                         f"but is {num_beam_hyps_to_keep}")
+    check_allocation("BeamSearchScorer", 512 * batch_size * num_beam_groups,  # ~512 B per BeamHypotheses
+                     f"`batch_size`={batch_size} x `num_beam_groups`={num_beam_groups} pools of hypotheses")
+    return batch_size, num_beams, num_beam_hyps_to_keep, num_beam_groups

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ...generation_rules import eos_list
 from ...processors.torch_sort import torch_cpu_sort_order
 from .beam_scorer import BeamHypotheses, pad_hypotheses, split_candidates
 from .constraints import Constraint, ConstraintListState
@@ -102,8 +103,8 @@ class ConstrainedBeamSearchScorer:
         self.batch_size, self.num_beams, self.group_size = batch_size, num_beams, num_beams
         self.num_beam_hyps_to_keep = num_beam_hyps_to_keep
         self.constraints = constraints
-        self.beam_hyps = [BeamHypotheses(num_beams, length_penalty, do_early_stopping, max_length)
-                          for _ in range(batch_size)]
+        pool = BeamHypotheses(num_beams, length_penalty, do_early_stopping, max_length)  # checked once
+        self.beam_hyps = [pool.empty() for _ in range(batch_size)]
         self.done = np.zeros(batch_size, dtype=bool)  # (B,)
 
     @property
@@ -145,7 +146,7 @@ class ConstrainedBeamSearchScorer:
         if input_ids.shape[0] != self.batch_size * k:
             raise ValueError(f"A beam size of {input_ids.shape[0]} is used as the input, but a beam size of {k} "
                              "is expected by the beam scorer.")
-        eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+        eos = eos_list(eos_token_id, no_token=True)
         out_scores = np.zeros((self.batch_size, k), dtype=next_scores.dtype)  # (B, K)
         out_tokens = np.zeros((self.batch_size, k), dtype=np.int64)
         out_rows = np.zeros((self.batch_size, k), dtype=np.int64)
@@ -217,7 +218,7 @@ class ConstrainedBeamSearchScorer:
         Same output as :meth:`refdecode.decoding.beam.beam_scorer.BeamSearchScorer.finalize`: ``sequences`` int64
         (B*R, W), ``sequence_scores`` float32 (B*R,), ``beam_indices`` int64 (B*R, W) or None.
         """
-        eos = [eos_token_id] if isinstance(eos_token_id, int) else eos_token_id
+        eos = eos_list(eos_token_id, no_token=True)
         k, n_keep, generated_len = self.num_beams, self.num_beam_hyps_to_keep, input_ids.shape[-1] - decoder_prompt_len
         for b, hyps in enumerate(self.beam_hyps):
             if self.done[b]:

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...validation import format_bytes, open_regular_file, read_text_file
+from ...text.files import open_regular_file, read_text_file
+from ...validation import format_bytes
 from .registry import REGISTRY, select
 
 __all__ = ["load_suite", "read_manifest", "load_npy", "inside", "SUITE_NAME", "MAX_CASE_FILE_BYTES",

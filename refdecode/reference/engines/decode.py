@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ...generation_rules import eos_list
 from .beam import beam_search
 from .beam_loops import beam_5, beam_ct2, beam_keras
 from .greedy import greedy
@@ -43,7 +44,7 @@ def normalized_config(config: dict, width: int) -> dict:
     eos = cfg.get("eos_token_id")
     if eos is None:
         raise ValueError("`eos_token_id` must be an int or a list of ints, got None")
-    cfg["eos_token_id"] = [int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])]
+    cfg["eos_token_id"] = eos_list(eos, no_token=True)
     if cfg.get("pad_token_id") is None:
         cfg["pad_token_id"] = cfg["eos_token_id"][0]
     if cfg.get("max_new_tokens") is None:

@@ -330,3 +330,18 @@ def test_the_interfaces_transformers_code_calls_run_unchanged():
     ids, scores = np.array([[1, 3, 4], [1, 3, 5]]), np.array([-0.5, -0.9], dtype=np.float32)
     ported = s.finalize(ids, scores, None, None, 4, 0, 9, None, 1)   # tokens, indices, max_length, pad, eos, ..
     assert ported["sequences"].tolist() == [[1, 3, 4, 9]]
+
+
+def test_the_scorer_checks_its_pools_settings_once_not_once_per_pool(monkeypatch):
+    """``length_penalty`` was checked again by each of the B x G pools (17 times for 8 prompts x 2 groups)."""
+    from refdecode.decoding.beam import beam_scorer
+    calls = []
+    check = beam_scorer.check_length_penalty
+    monkeypatch.setattr(beam_scorer, "check_length_penalty", lambda *a: calls.append(a) or check(*a))
+    s = BeamSearchScorer(batch_size=8, num_beams=4, num_beam_groups=2, length_penalty=0.5, max_length=10)
+    assert len(calls) == 2                                  # the scorer's own check, and its pools' one
+    pools = [hyps for per_prompt in s.beam_hyps for hyps in per_prompt]
+    assert len({id(h) for h in pools}) == 16 and len({id(h.beams) for h in pools}) == 16   # 16 separate pools
+    assert all((h.num_beams, h.length_penalty, h.early_stopping, h.max_length) == (2, 0.5, False, 10) for h in pools)
+    pools[0].add(np.array([1, 2]), -1.0, generated_len=1)
+    assert [len(h) for h in pools] == [1] + [0] * 15
