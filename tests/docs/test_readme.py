@@ -50,7 +50,7 @@ def test_readme_commands_run_without_an_activated_venv():
 
 def test_readme_does_not_list_later_rules_among_those_equal_to_4_38_2():
     """min-p is transformers 4.41's rule (docs/parity.md): the README must not put it in the list of algorithms
-    equal to 4.38.2, and wherever it names min-p it says which version it is checked against (issue 25 item 6)."""
+    equal to 4.38.2, and wherever it names min-p it says which version it is checked against."""
     intro = README.split("## Set up")[0]
     claimed = intro.split("Tokens, scores and beam")[0]          # the list the "equal to 4.38.2" sentence covers
     assert "min-p" not in claimed and "min_p" not in claimed

@@ -78,6 +78,7 @@ def unrelated(vocab: int, eos: int, seed: int, name: str) -> GPT2LMHeadModel:
 def save(model: GPT2LMHeadModel, name: str) -> GPT2LMHeadModel:
     target = GOLDEN / "models" / name
     shutil.rmtree(target, ignore_errors=True)
+    model.config._name_or_path = ""  # else config.json records where this machine loaded it from
     model.save_pretrained(target, safe_serialization=True)
     return model
 

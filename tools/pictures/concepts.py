@@ -1,4 +1,4 @@
-"""The concept pictures of issue 25 item 7, for tools/pictures/make_pictures.py: one run + one drawing each.
+"""The concept pictures, for tools/pictures/make_pictures.py: one run + one drawing each.
 
 Every picture is drawn from a real run of the package on the shipped model (or the page's own toy model),
 each run checked against ``generate()`` with the same arguments before it is drawn:

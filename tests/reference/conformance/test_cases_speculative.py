@@ -2,7 +2,7 @@
 
 Hand-worked requests through ``serve``'s ``answer`` (expected values worked out from the rules the summaries
 state), and the GPT-2 decodes against transformers 4.38.2's golden file: the exported cases expect its
-sequences and its number of main-model calls. ``tests/test_conformance.py`` checks every type's export against
+sequences and its number of main-model calls. ``tests/reference/conformance/test_check.py`` checks every type's export against
 ``serve``.
 """
 
