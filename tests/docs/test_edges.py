@@ -3,7 +3,7 @@ that does not exist, no issue number of this project.
 
 The three rules, as this test applies them to every tracked text file:
 
-1. **Machine paths.** ``/work/...``, ``/root/...``, ``/home/<user>/...``, ``/Users/<user>/...`` name one
+1. **Machine paths.** paths under ``/work``, ``/root``, ``/home/<user>`` or ``/Users/<user>`` name one
    machine and mean nothing on a reader's. A command that needs a scratch directory uses ``/tmp/<name>``
    (a generic temporary directory, the same on every Unix), so ``/tmp/`` is allowed.
 2. **Repository paths** named in README.md, CONTRIBUTING.md and the Markdown of docs/, tutorials/, benchmarks/,
@@ -211,10 +211,11 @@ def test_no_issue_numbers_of_this_project():
 # ---- the detectors find what they are for
 
 def test_the_detectors_find_planted_offenders():
-    planted = [("docs/x.md", "Run `/work/main/.venv-oracle/bin/python` or ~/.venv; `/tmp/suite` is fine.\n"
+    machine = "/" + "work/main/.venv-oracle/bin/python"  # written in two parts so that this file holds none
+    planted = [("docs/x.md", f"Run `{machine}` or ~/.venv; `/tmp/suite` is fine.\n"
                              "See `tests/test_tutorials.py` and [the page](../tutorials/README.md) (issue 16).\n"
                              "Fixed in stop 27, [#123](https://github.com/huggingface/transformers/issues/123).\n")]
-    assert machine_paths(planted) == ["docs/x.md:1: Run `/work/main/.venv-oracle/bin/python` or ~/.venv; `/tmp/suite` is fine."]
+    assert machine_paths(planted) == [f"docs/x.md:1: Run `{machine}` or ~/.venv; `/tmp/suite` is fine."]
     missing = missing_paths(planted)
     assert missing == ["docs/x.md:2: tests/test_tutorials.py"], missing
     assert [h.split(":")[1] for h in own_issue_numbers(planted)] == ["2", "3"]
