@@ -48,11 +48,9 @@ import transformers
 from transformers import GPT2LMHeadModel, LogitsProcessorList
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_decode_golden import TIE_GAP, Recorder, digest, left_pad, save_golden  # noqa: E402
+from _oracle import GOLDEN, ROOT, TIE_GAP, digest, left_pad, require_transformers, save_golden  # noqa: E402
+from make_decode_golden import Recorder  # noqa: E402
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = "PYTHONPATH=$PWD .venv-oracle/bin/python tools/golden/make_processors_more_golden.py"
 NUDGED = {"TypicalLogitsWarper": "mass", "EpsilonLogitsWarper": "epsilon", "EtaLogitsWarper": "epsilon",
@@ -558,7 +556,7 @@ def modes_of(feature: str) -> list[str]:
 
 
 def main() -> None:
-    assert transformers.__version__ == "4.38.2", transformers.__version__
+    require_transformers("4.38.2")
     import transformers.utils.logging as hf_logging
     hf_logging.set_verbosity_error()
     c = Cases(seed=13)
