@@ -208,6 +208,26 @@ def test_no_issue_numbers_of_this_project():
     assert not hits, f"{len(hits)} lines cite this project's issue numbers (history lives in git):\n" + "\n".join(hits)
 
 
+def nav_pages() -> list[str]:
+    """The pages of mkdocs.yml's nav, in order."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[1]
+    nav = re.split(r"\n(?=\S)", nav, maxsplit=1)[0]
+    return re.findall(r":\s*([\w-]+\.md)\s*$", nav, flags=re.M)
+
+
+def test_the_learning_path_reads_the_pages_in_the_order_of_the_nav():
+    """A student who follows the index's learning path and one who clicks "next" meet the pages in the same
+    order: no page is read before the pages it builds on (greedy search after the processors it uses)."""
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    table = [line for line in index.split("## Learning path", 1)[1].split("\n## ", 1)[0].splitlines()
+             if line.startswith("| ") and line[2].isdigit()]
+    order = nav_pages()
+    path = [page for row in table for page in re.findall(r"\]\(([\w-]+\.md)\)", row)]
+    assert len(path) == len(set(path)) and set(path) <= set(order), path
+    assert path == sorted(path, key=order.index), f"learning path {path}\nnav {order}"
+    assert order.index("processors.md") < order.index("greedy.md") < order.index("beam-search.md")
+
+
 # ---- the detectors find what they are for
 
 def test_the_detectors_find_planted_offenders():
