@@ -188,6 +188,21 @@ def own_issue_numbers(files: list[tuple[str, str]]) -> list[str]:
     return hits
 
 
+def bare_upstream_numbers(files: list[tuple[str, str]]) -> list[str]:
+    """Lines of docs/ that cite transformers' issues as plain "#29680" instead of a link a reader can follow."""
+    bare = re.compile(r"(?<![\w/&\[\"'#])#\d{4,6}\b(?!\])")
+    hits = []
+    for name, text in files:
+        if not (name.startswith("docs/") and name.endswith(".md")):
+            continue
+        in_code = False
+        for i, line in enumerate(text.splitlines(), 1):
+            in_code ^= line.lstrip().startswith("```")
+            if not in_code and bare.search(line):
+                hits.append(f"{name}:{i}: {line.strip()[:120]}")
+    return hits
+
+
 # ---- the tests
 
 FILES = text_files()
@@ -228,6 +243,11 @@ def test_the_learning_path_reads_the_pages_in_the_order_of_the_nav():
     assert order.index("processors.md") < order.index("greedy.md") < order.index("beam-search.md")
 
 
+def test_transformers_issues_are_links_in_the_docs():
+    hits = bare_upstream_numbers(FILES)
+    assert not hits, f"{len(hits)} lines cite a transformers issue without a link:\n" + "\n".join(hits)
+
+
 # ---- the detectors find what they are for
 
 def test_the_detectors_find_planted_offenders():
@@ -240,5 +260,7 @@ def test_the_detectors_find_planted_offenders():
     assert missing == ["docs/x.md:2: tests/test_tutorials.py"], missing
     assert [h.split(":")[1] for h in own_issue_numbers(planted)] == ["2", "3"]
     assert not own_issue_numbers([("a.md", "[#29680](https://github.com/huggingface/transformers/pull/29680)")])
+    assert bare_upstream_numbers([("docs/a.md", "out-of-place since #29680, see\n[#123](https://x/issues/123)")]) == [
+        "docs/a.md:1: out-of-place since #29680, see"]
     assert exists("models/gpt2/", set()) and exists("tests/docs/test_edges.py::test_x", {"tests/docs/test_edges.py"})
     assert exists("examples/engines/<engine>/run", {"examples/engines/llama-cpp/run"})
