@@ -25,8 +25,9 @@ MODELS = ROOT / "models"
 
 # ---- heavy tests: left out of a plain `pytest` (the README's test command), run by CI with `--heavy`
 #
-# A test marked ``heavy`` takes minutes of CPU (the engine replays on the 124M-shaped model). It is deselected
-# unless `pytest --heavy` or REFDECODE_HEAVY=1 asks for it, or its file is named on the command line. Not through
+# A test marked ``heavy`` takes 10 s of CPU or more (engine replays, the 124M-shaped model, the speculative plants,
+# suite-wide counts; about 3 min together). It is deselected unless `pytest --heavy` or REFDECODE_HEAVY=1 asks for
+# it, or its file is named on the command line. Not through
 # `addopts = -m "not heavy"`: a user's own `-m "not slow"` would replace that expression and bring them back.
 
 
@@ -56,5 +57,5 @@ def pytest_collection_modifyitems(config, items):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     n = config.stash.get(HEAVY_LEFT_OUT, 0)
     if n:
-        terminalreporter.write_line(f"{n} tests marked heavy were left out (minutes of CPU): `pytest --heavy` runs "
+        terminalreporter.write_line(f"{n} tests marked heavy were left out (about 3 min of CPU): `pytest --heavy` runs "
                                     "them too, as CI does")

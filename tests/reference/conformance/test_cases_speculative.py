@@ -92,6 +92,7 @@ def speculative_suite(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 10 s of CPU or more: `pytest --heavy` (CI) runs it
 @pytest.mark.parametrize("plant, failing", [("lookup_last_match", {"prompt_lookup_candidates", "gpt2_prompt_lookup_greedy"}),
                                             ("residual_from_p", {"speculative_sampling"})])
 def test_the_speculative_plants_are_caught_where_their_rule_is_used(speculative_suite, plant, failing):
