@@ -1,4 +1,4 @@
-"""How fast can NumPy multiply K rows (beams) by GPT-2 124M's weight matrices? Experiments for issue 16.
+"""How fast can NumPy multiply K rows (beams) by GPT-2 124M's weight matrices? Experiments for speeding up beam search.
 
 Not a test, no torch needed. A beam-K decoding step multiplies K rows by every weight matrix; it still
 reads each matrix once, so a kernel that streams the weight once for the K rows would cost about one

@@ -1,9 +1,9 @@
 """Beam-K decoding steps per second over greedy steps per second, GPT-2 124M, same run: few-row products in one
-OpenBLAS call against cache-sized blocks on two threads (issue 16). Not a test.
+OpenBLAS call against cache-sized blocks on two threads. Not a test.
 
 ``one_call`` is the fast forward pass as it is (:func:`refdecode.model.fast.forward.linear`: 2..16 rows as one
 ``(W^T @ x^T)^T`` OpenBLAS call; the LM head as ``x @ wte.T``); ``blocked`` replaces both by the alternative
-tried in issue 16 and measured slower on a quiet machine (:func:`few_rows_product` below: W^T in blocks of
+tried and measured slower on a quiet machine (:func:`few_rows_product` below: W^T in blocks of
 output columns small enough that OpenBLAS runs each GEMM in the calling thread with its packed copy in cache,
 half of the blocks on a second Python thread). Each variant runs in its own process; rounds alternate::
 

@@ -9,8 +9,8 @@ the finite scores, which torch sorts with the 50,057 -inf), and an all-equal row
 50,257).
 Prints the best time per call in milliseconds (the machine is shared: the minimum is the stable
 figure), and the same with torch's tie order switched off (``torch_order_at_cut`` replaced by a no-op:
-the stable order refdecode used before), timed alternately in one process, and the ratio. Issue 24
-item 9 requires top-p on the first two rows to stay within 1.5x of the time before.
+the stable order refdecode used before), timed alternately in one process, and the ratio. The
+goal: top-p on the first two rows stays within 1.5x of the time before.
 """
 
 from __future__ import annotations

@@ -68,11 +68,8 @@ def with_offset(a: np.ndarray, offset: int, order: str) -> np.ndarray:
 
 
 def product(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """refdecode.gpt2_fast.linear's choice: (W^T x^T)^T for a column-major W, else x @ W."""
-    try:
-        from refdecode.model.fast.forward import linear
-    except ImportError:  # before the package layout of issue 12
-        from refdecode.gpt2_fast import linear
+    """refdecode.model.fast.forward.linear's choice: (W^T x^T)^T for a column-major W, else x @ W."""
+    from refdecode.model.fast.forward import linear
     return linear(x, w, np.zeros(w.shape[1], dtype=np.float32))
 
 

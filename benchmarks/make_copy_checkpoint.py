@@ -1,4 +1,4 @@
-"""A GPT-2-124M-shaped checkpoint whose weights copy: a hand-built induction circuit (issue 16). Not a test.
+"""A GPT-2-124M-shaped checkpoint whose weights copy: a hand-built induction circuit. Not a test.
 
 Prompt lookup pays off when the model repeats text it has seen (a passage, then "repeat it"). A trained
 GPT-2 does that with induction heads; the random checkpoint of ``bench_generate.py`` does not, and no trained
@@ -68,7 +68,7 @@ def rotation(offset: int) -> np.ndarray:
 def build(seed: int = 0, n_embd: int = E, n_head: int = N_HEAD, n_layer: int = N_LAYER, n_positions: int = N_POS,
           vocab_size: int = VOCAB) -> dict[str, np.ndarray]:
     """The tensors, float32, Hugging Face names. Any shape with head size 64, >= 4 heads, 2 <= n_layer,
-    n_embd >= 103 and vocab_size <= 2**16 holds the circuit (tests/test_copy_checkpoint.py builds a small one)."""
+    n_embd >= 103 and vocab_size <= 2**16 holds the circuit (tests/benchmarks/test_copy_checkpoint.py builds a small one)."""
     E, N_LAYER, N_POS, VOCAB = n_embd, n_layer, n_positions, vocab_size
     if n_embd // n_head != HEAD or n_head < OFFSETS or n_layer < 2 or vocab_size > 2**BITS:
         raise ValueError("the circuit needs head size 64, >= 4 heads, >= 2 layers and <= 65536 tokens")

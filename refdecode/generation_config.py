@@ -162,7 +162,7 @@ class GenerationConfig:
         and stores the normalised value (``np.int64(5)`` -> ``5``, ``np.True_`` -> ``True``).
         """
         check_fields(self)  # refdecode: every field's type and range (refdecode/generation_rules.py), normalised
-        check_processor_fields(self)  # the ranges and shapes of the processor / warper fields (issue 13)
+        check_processor_fields(self)  # the ranges and shapes of the processor / warper fields
         if self.num_beams > 1 and (self.diversity_penalty != 0.0 or self.num_beam_groups != 1):
             prefix = ("`diversity_penalty` is not 0.0 or `num_beam_groups` is not 1, triggering group beam search. "
                       "In this generation mode, ")

@@ -1,4 +1,4 @@
-"""Shared test set-up: Hypothesis profiles and paths.
+"""Shared test set-up: Hypothesis profiles, paths, and the ``heavy`` marker (left out unless ``--heavy``).
 
 Profiles: ``ci`` (default; 25 examples, derandomized so CI is repeatable) and ``thorough``
 (1000 examples, random) for local runs: ``REFDECODE_HYPOTHESIS=thorough pytest``.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -20,3 +21,41 @@ settings.load_profile(os.environ.get("REFDECODE_HYPOTHESIS", "ci"))
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 MODELS = ROOT / "models"
+
+
+# ---- heavy tests: left out of a plain `pytest` (the README's test command), run by CI with `--heavy`
+#
+# A test marked ``heavy`` takes 10 s of CPU or more (engine replays, the 124M-shaped model, the speculative plants,
+# suite-wide counts; about 3 min together). It is deselected unless `pytest --heavy` or REFDECODE_HEAVY=1 asks for
+# it, or its file is named on the command line. Not through
+# `addopts = -m "not heavy"`: a user's own `-m "not slow"` would replace that expression and bring them back.
+
+
+HEAVY_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--heavy", action="store_true", default=False,
+                     help="also run the tests marked heavy (minutes of CPU each; CI runs them, see .ci/run)")
+
+
+def _named_on_the_command_line(item, config) -> bool:
+    named = {(Path(config.invocation_params.dir) / arg.split("::", 1)[0]).resolve() for arg in config.args}
+    return Path(item.path).resolve() in named
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--heavy") or os.environ.get("REFDECODE_HEAVY") == "1":
+        return
+    left_out = [i for i in items if i.get_closest_marker("heavy") and not _named_on_the_command_line(i, config)]
+    if left_out:
+        items[:] = [i for i in items if i not in left_out]
+        config.hook.pytest_deselected(items=left_out)
+        config.stash[HEAVY_LEFT_OUT] = len(left_out)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    n = config.stash.get(HEAVY_LEFT_OUT, 0)
+    if n:
+        terminalreporter.write_line(f"{n} tests marked heavy were left out (about 3 min of CPU): `pytest --heavy` runs "
+                                    "them too, as CI does")

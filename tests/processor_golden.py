@@ -1,4 +1,5 @@
-"""Helpers shared by the tests of issue 13's processors: read tests/golden/processors_more.npz and
+"""Helpers shared by the tests of typical, epsilon, eta, min-p, forcing and the other later processors:
+read tests/golden/processors_more.npz and
 tests/golden/decode_processors_more.npz (tools/golden/make_processors_more_golden.py) and
 tests/golden/min_p.npz (tools/golden/make_min_p_golden.py), rebuild the chains with refdecode's classes.
 

@@ -207,7 +207,7 @@ def test_max_time_and_output_logits():
     np.testing.assert_array_equal(out.logits[0], TINY.table[[3]])   # raw logits of the last prompt token
 
 
-# ---- bad-input catalogue (issue 14)
+# ---- bad-input catalogue
 
 
 @pytest.mark.parametrize("draw, match", [
@@ -261,7 +261,7 @@ def test_memory_estimate_counts_kept_scores(monkeypatch):
         generate(model, PROMPT, num_beams=64, max_new_tokens=40, output_scores=True, return_dict_in_generate=True)
 
 
-# ---- Hypothesis over every generation argument (issue 14): succeed, or ValueError/TypeError naming one
+# ---- Hypothesis over every generation argument: succeed, or ValueError/TypeError naming one
 
 import dataclasses  # noqa: E402
 import re  # noqa: E402

@@ -96,7 +96,7 @@ def test_from_model_config_takes_token_ids():
     assert (cfg.bos_token_id, cfg.eos_token_id, cfg.pad_token_id) == (3, 4, None)
 
 
-# ---- bad-input catalogue (issue 14): each value once meant something else or crashed later
+# ---- bad-input catalogue: each value once meant something else or crashed later
 
 
 def _early_stopping_model():
@@ -175,7 +175,7 @@ def test_generate_warns_once_for_an_ignored_temperature():
     assert len(messages) == 1 and "`temperature` is set to `0.5`" in messages[0]
 
 
-# ---- fuzz: random generation_config.json files (issue 14)
+# ---- fuzz: random generation_config.json files
 
 import dataclasses as _dc  # noqa: E402
 
@@ -203,7 +203,7 @@ def test_fuzzed_generation_config_json_loads_or_names_the_file(tmp_path_factory,
 
 
 def test_a_negative_or_empty_eos_matches_no_token_as_in_transformers():
-    """Issue 24 item 2: transformers' tests set ``eos_token_id=-1`` to mean "never stop" (4.38.2 accepts it; no token
+    """transformers' tests set ``eos_token_id=-1`` to mean "never stop" (4.38.2 accepts it; no token
     has id -1), and ``[]`` stops on nothing too; refdecode refused both. Now generation runs to max_new_tokens, and
     a processor that would write the eos column refuses a negative id instead of writing the last token's."""
     model = TableModel(np.log(np.array([[.1, .9], [.9, .1]], dtype=np.float32)), eos_token_id=0)
@@ -219,7 +219,7 @@ def test_a_negative_or_empty_eos_matches_no_token_as_in_transformers():
         generate(model, np.array([[1]]), max_new_tokens=4, eos_token_id=-1, min_new_tokens=2)
 
 
-# ---- the interface code written for transformers 4.38.2's GenerationConfig expects (issue 24 item 7)
+# ---- the interface code written for transformers 4.38.2's GenerationConfig expects
 
 
 def test_save_and_load_round_trip_with_overrides_and_a_file_name(tmp_path):

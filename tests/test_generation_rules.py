@@ -29,7 +29,7 @@ def _caught(fn):
     ("encoder_no_repeat_ngram_size", 2), ("exponential_decay_length_penalty", (3, 1.5)),
 ])
 def test_processor_fields_accept_valid_values(field, value):
-    """Issue 13: these fields are implemented now (refdecode/processors/truncation_warpers.py, bad_words_and_forcing.py, ...)."""
+    """these fields are implemented now (refdecode/processors/truncation_warpers.py, bad_words_and_forcing.py, ...)."""
     assert getattr(GenerationConfig(**{field: value}), field) == value
 
 

@@ -1,6 +1,6 @@
 """The house rules, read from the source with ``ast``: the layering of the stage folders, and the sizes.
 
-Layering (issue 12, "one path through the house"; issue 21, "the house by stage"); each rule applies to
+Layering ("one path through the house", "the house by stage"); each rule applies to
 modules added later too:
 
 1. **No import cycle** among ``refdecode/**/*.py`` (imports inside functions count: a lazy import is
@@ -30,7 +30,7 @@ modules added later too:
 10. **The ground floor imports nothing of the package but itself:** ``recorder``, ``validation``,
     ``numerics``, ``text/files`` (the file readers) and ``model/stand_ins`` (the stand-in models).
 
-Sizes (issue 21): at most 12 modules at the top of ``refdecode/``; no module over 450 lines; no function
+Sizes: at most 12 modules at the top of ``refdecode/``; no module over 450 lines; no function
 outside its module's ``__all__`` (a private helper, or a private method) with more than 10 parameters.
 """
 

@@ -1,5 +1,5 @@
-"""generate() with the processors and warpers of issue 13: whole-generate golden parity with
-transformers 4.38.2 (min-p: 4.41.0) and the order in which generate builds them.
+"""generate() with typical, epsilon, eta, min-p, bad words, forcing and the other later processors: whole-generate
+golden parity with transformers 4.38.2 (min-p: 4.41.0) and the order in which generate builds them.
 
 Golden files: tests/golden/decode_processors_more.npz (tools/golden/make_processors_more_golden.py)
 and tests/golden/decode_min_p.npz (tools/golden/make_min_p_golden.py), on the committed tiny

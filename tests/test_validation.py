@@ -1,6 +1,6 @@
 """refdecode.validation: one meaning of integer / float / probability / boolean, and the memory door.
 
-Each test names the bug it guards against (issue 14's reproductions: ``1.0 == True`` let
+Each test names the bug it guards against (reproductions of real bugs: ``1.0 == True`` let
 ``early_stopping=1.0`` through as "never"; ``np.int64(5)`` was refused as "must be greater than 0, but is 5";
 a FIFO blocked ``from_pretrained`` forever).
 """

@@ -1,7 +1,7 @@
 """Write ``models/gpt2-tiny/``: a random GPT-2 with the real vocabulary, small enough to commit (~3 MB).
 
 It exists so that everything (tests, tutorials, the CLI) runs offline on a fresh clone; its text is
-gibberish (a trained model is issue 6's tiny-shakespeare). NumPy only, fixed seed, so re-running this
+gibberish (the trained model is models/tiny-shakespeare). NumPy only, fixed seed, so re-running this
 script reproduces the same bytes::
 
     python tools/make_tiny_model.py [--out models/gpt2-tiny]

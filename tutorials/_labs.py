@@ -20,7 +20,7 @@ kept in ``tutorials/.hints.json`` across runs; ``reset_hints()`` starts over). T
 rules, hints and typical mistakes are in ``_lab_guide.py``.
 
 The solutions are in ``tutorials/solutions/`` (one file per tutorial). They are not part of the
-rendered tutorials: try first, then compare. ``tests/test_labs.py`` checks that every solution
+rendered tutorials: try first, then compare. ``tests/docs/test_labs.py`` checks that every solution
 passes and that typical wrong answers are caught.
 """
 

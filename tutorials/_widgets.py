@@ -1,4 +1,4 @@
-"""Interactive cells of the notebooks (issue 25 item 12): sliders over one bar chart, a step-through beam tree.
+"""Interactive cells of the notebooks: sliders over one bar chart, a step-through beam tree.
 
 Run as notebooks (``pip install -e ".[notebooks]"``, which brings ipywidgets), tutorials 04 and 05 show:
 

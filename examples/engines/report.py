@@ -1,4 +1,4 @@
-r"""Write docs/engines.md and examples/engines/report.json from the engines' recorded answers (issue 23).
+r"""Write docs/engines.md and examples/engines/report.json from the engines' recorded answers.
 
     .venv/bin/python examples/engines/report.py [--bench examples/engines/bench.jsonl] [--no-attribute]
                                                 [--run-seconds N] [--refdecode-bench] [--check-dir DIR]

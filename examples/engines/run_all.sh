@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything of docs/engines.md from a fresh clone, in one command (issue 23):
+# Everything of docs/engines.md from a fresh clone, in one command:
 #   examples/engines/run_all.sh
 # 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_sample +
 # gpt2_beam_search + gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`

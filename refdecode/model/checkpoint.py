@@ -40,7 +40,7 @@ Two layouts are found in the wild and both are accepted:
 ``transformer.wte.weight`` to ONE parameter before loading, then copies the file's tensors into it in
 module order, so ``lm_head.weight`` (loaded last) wins for both the input embedding and the output
 layer. refdecode does the same: if present, ``lm_head.weight`` is used as ``wte`` (checked on the
-golden checkpoint ``f16_gelu`` in ``tests/test_gpt2.py``). With ``tie_word_embeddings: false`` both are kept.
+golden checkpoint ``f16_gelu`` in ``tests/model/test_gpt2.py``). With ``tie_word_embeddings: false`` both are kept.
 Other unexpected tensors are ignored with a warning, as transformers does.
 
 Docs: docs/gpt2.md.

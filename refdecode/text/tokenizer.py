@@ -7,7 +7,7 @@ decoding loops expect. Loading reads ``tokenizer.json`` from a local directory w
 
 The ``tokenizer.json`` shipped in ``models/`` is built by ``tools/build_tokenizer.py`` from OpenAI's
 ``encoder.json`` + ``vocab.bpe`` and gives the ids of transformers' ``GPT2Tokenizer`` on any text
-(checked against golden ids in ``tests/test_tokenizer.py``): ``<|endoftext|>`` is the single token 50256
+(checked against golden ids in ``tests/text/test_tokenizer.py``): ``<|endoftext|>`` is the single token 50256
 wherever it appears, and every byte sequence round-trips, ``decode(encode(text)) == text``.
 
 Why left padding: a decoder-only model appends new tokens on the right, so every row's last column

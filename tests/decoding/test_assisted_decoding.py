@@ -443,7 +443,7 @@ def _assisted_sampling(u: float) -> np.ndarray:
 
 
 def test_assisted_sampling_accepts_a_draft_with_probability_p_over_q_and_else_draws_the_residual():
-    """Issue 24: generate(assistant_model=..., do_sample=True) crashed (the draw hook reached the assistant as None).
+    """generate(assistant_model=..., do_sample=True) crashed (the draw hook reached the assistant as None).
 
     Worked by hand: the assistant drafts 2 (q = 1); the target gives it p = 0.4, so it is accepted iff u <= 0.4/1.
     Accepted (u = 0.2): then the bonus token after [0, 2] is 0 (p = 1) -> [0, 2, 0]. Rejected (u = 0.7): the
@@ -472,7 +472,7 @@ def test_assisted_sampling_through_generate_keeps_the_targets_distribution():
 
 
 def test_speculative_sampling_with_transformers_argument_order():
-    """Issue 24 item 8: 4.38.2's ``_speculative_sampling(candidate_input_ids, candidate_logits, candidate_length,
+    """4.38.2's ``_speculative_sampling(candidate_input_ids, candidate_logits, candidate_length,
     new_logits, last_assistant_token_is_eos, max_matches)``. The assistant is sure of 1, 4, 5; the model agrees with
     1 and 4 (p = 1) and gives 5 no mass, so 5 is rejected whatever the uniform, and the residual after it is token 8
     alone: [1, 4, 8], two matches (the case of transformers' own test)."""

@@ -1,4 +1,4 @@
-"""The Chinese quotes render without a CJK font installed (issue 25 item 7): the site ships the glyphs.
+"""The Chinese quotes render without a CJK font installed: the site ships the glyphs.
 
 docs/assets/fonts/cjk-subset.woff (tools/docs/make_cjk_font.py) must hold every CJK character that
 reaches the site (the pages and the docstrings on the API pages), and docs/assets/extra.css must load it

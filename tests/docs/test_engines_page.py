@@ -1,5 +1,5 @@
 """docs/engines.md is what examples/engines/report.py writes from examples/engines/report.json (both made by
-examples/engines/run_all.sh), and report.json holds what issue 23 asks of it: the control passes all it answered,
+examples/engines/run_all.sh), and report.json holds what the engines page promises: the control passes all it answered,
 every differing case has a cause and its departure, every cause a reproducer."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The glossary (docs/glossary.md) is linked from the first use of each term on every page (issue 25 item 8).
+"""The glossary (docs/glossary.md) is linked from the first use of each term on every page.
 
 ``tools/docs/glossary_links.py`` finds, on each page, the first use of each term in the prose (not in code,
 headings, tables, math or links) and checks that it is a link to the glossary entry; ``python
@@ -43,7 +43,7 @@ def test_the_check_can_fail(tmp_path):
 
 
 def test_the_index_has_a_learning_path_through_every_tutorial():
-    """Issue 25 item 9: prerequisites, the order of pages and tutorials, time per lesson."""
+    """prerequisites, the order of pages and tutorials, time per lesson."""
     index = (DOCS / "index.md").read_text("utf-8")
     path = index.split("## Learning path", 1)[1].split("\n## ", 1)[0]
     assert "Prerequisites" in path
@@ -67,7 +67,7 @@ IMPLEMENTER_DETAIL = [  # (page, a phrase of implementer detail: torch's sorts a
 
 @pytest.mark.parametrize("page, phrase", IMPLEMENTER_DETAIL, ids=[f"{p}:{w[:12]}" for p, w in IMPLEMENTER_DETAIL])
 def test_implementer_detail_sits_in_a_for_implementers_box(page, phrase):
-    """Issue 25 item 14: pages that mix beginner and implementer detail (torch's sort stability past 16
+    """pages that mix beginner and implementer detail (torch's sort stability past 16
     entries, float32 accumulation, tie orders) keep the latter in a marked "For implementers" box."""
     text = (DOCS / page).read_text("utf-8")
     boxes = [m.group(0) for m in re.finditer(r'^!!! note "For implementers[^"]*"\n((?:    .*\n|\n)+)', text,
@@ -81,7 +81,7 @@ def test_implementer_detail_sits_in_a_for_implementers_box(page, phrase):
 
 
 def test_the_speculative_page_still_says_greedy_is_exact_only_in_exact_arithmetic():
-    """Moving the float32 detail into the box keeps the learner's statement qualified (issue 25 item 4)."""
+    """Moving the float32 detail into the box keeps the learner's statement qualified."""
     text = (DOCS / "speculative-decoding.md").read_text("utf-8")
     idea = text.split("!!! note", 1)[0]
     assert "exact arithmetic" in idea and "near-tie" in idea

@@ -4,7 +4,7 @@
 ``tutorials/solutions/labNN_*.py`` hold one solution per exercise. Each wrong answer below is a
 mistake people make when porting the algorithm (the comment says which); the checker must name the
 exercise and fail on it. The tutorials themselves must end with their exercises and run with the
-stubs unimplemented (``tests/test_tutorials.py`` runs them).
+stubs unimplemented (``tests/docs/test_tutorials.py`` runs them).
 """
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ def test_every_exercise_has_a_wrong_answer():
 @pytest.mark.parametrize("name,wrong,why", [(n, w, m) for n, ws in WRONG.items() for w, m in ws],
                          ids=lambda v: v if isinstance(v, str) and len(v) < 30 else getattr(v, "__name__", "msg"))
 def test_checker_diagnoses_a_typical_wrong_answer(name, wrong, why):
-    """Each wrong answer is rejected, and the report says what it did (issue 25 item 11)."""
+    """Each wrong answer is rejected, and the report says what it did."""
     ok, report = _labs.run(name, wrong)
     assert not ok and report.startswith(f"[x] {name} ") and ": case " in report, report
     assert why in report, report
@@ -415,7 +415,7 @@ def _exercise_text(path) -> str:
 
 @pytest.mark.parametrize("path", sorted(TUTORIALS_DIR.glob("[0-9][0-9]_*.py")), ids=lambda p: p.stem)
 def test_tutorial_states_every_rule_its_checker_enforces(path):
-    """The exercise text is the guide's: signature, stars, task and every rule (issue 25 item 11)."""
+    """The exercise text is the guide's: signature, stars, task and every rule."""
     from _lab_guide import exercise_markdown
     text = " ".join(_exercise_text(path).split())
     for number, exercise in enumerate(_labs.exercises_of(int(path.name[:2])), start=1):
@@ -435,7 +435,7 @@ def test_tutorial_ends_with_its_exercises(path):
     assert "solutions/" in tail, "point to the solutions"
 
 
-# ---- issue 25: the cases say what they are ---------------------------------------------------------------
+# ---- the cases say what they are ------------------------------------------------------------------------
 
 
 def test_llama_top_p_uses_the_top_p_articles_own_example():

@@ -27,7 +27,7 @@ ALGORITHM_PAGES = ["greedy.md", "beam-search.md", "beam-sample.md", "group-beam-
                    "sampling.md", "contrastive-search.md", "constrained-beam-search.md", "entropy-sampling.md",
                    "speculative-decoding.md", "processors.md", "bad-words-and-forcing.md", "guidance.md",
                    "stopping.md",
-                   # issue 25's acceptance: the index and choosing-a-strategy too
+                   # and the index and choosing-a-strategy
                    "index.md", "choosing-a-strategy.md"]
 
 
@@ -199,7 +199,7 @@ def test_concept_pictures_show_what_their_pages_say(regenerated):
 
 
 def test_bar_labels_never_overlap():
-    """Issue 25 item 7: processor-pipeline drew "0.1300.119". Value labels of neighbouring bars must not touch
+    """processor-pipeline drew "0.1300.119". Value labels of neighbouring bars must not touch
     (widths estimated as bar_panel does), and with a cumulative line the first bar's label is not on it."""
     spec = importlib.util.spec_from_file_location("svg", ROOT / "tools" / "pictures" / "svg.py")
     S = importlib.util.module_from_spec(spec)
@@ -253,7 +253,7 @@ def test_tutorials_show_the_pictures_inline(name):
 
 def test_pictures_name_source_documents_by_their_short_names():
     """The pages cite "the sampling note", never its author; a picture labelled "shifted (Clay)" matched no page
-    (issue 25 item 6). Every label of every picture uses the short names of docs/references.md."""
+   . Every label of every picture uses the short names of docs/references.md."""
     for path in sorted(IMG.glob("*.svg")) + sorted(IMG.glob("*.json")):
         assert "Clay" not in path.read_text("utf-8"), f"{path.name} names the sampling note by its author"
 

@@ -50,10 +50,35 @@ def test_readme_commands_run_without_an_activated_venv():
 
 def test_readme_does_not_list_later_rules_among_those_equal_to_4_38_2():
     """min-p is transformers 4.41's rule (docs/parity.md): the README must not put it in the list of algorithms
-    equal to 4.38.2, and wherever it names min-p it says which version it is checked against (issue 25 item 6)."""
+    equal to 4.38.2, and wherever it names min-p it says which version it is checked against."""
     intro = README.split("## Set up")[0]
     claimed = intro.split("Tokens, scores and beam")[0]          # the list the "equal to 4.38.2" sentence covers
     assert "min-p" not in claimed and "min_p" not in claimed
     for sentence in re.split(r"(?<=[.!?])\s+", README):
         if "min-p" in sentence or "min_p" in sentence:
             assert "4.41" in sentence, f"names min-p without its version: {sentence!r}"
+
+
+def _collected(*args: str, env: dict | None = None) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "REFDECODE_HEAVY": "", **(env or {})})
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+@pytest.mark.slow
+def test_heavy_tests_are_left_out_of_the_readme_command_but_not_of_ci():
+    """The README's `pytest` deselects the tests marked heavy, whatever `-m` a user adds; `--heavy`,
+    REFDECODE_HEAVY=1 or naming the file brings them back; CI runs them after the README's command."""
+    folder, heavy = "tests/reference/engines", "test_widened_124m.py"
+    plain = _collected(folder, "-m", "slow or not slow")
+    assert plain and not any(heavy in t for t in plain)
+    assert any(heavy in t for t in _collected(folder, "--heavy"))
+    assert any(heavy in t for t in _collected(folder, env={"REFDECODE_HEAVY": "1"}))
+    assert any(heavy in t for t in _collected(f"{folder}/{heavy}"))
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert ".venv/bin/python -m pytest --heavy -m heavy" in ci

@@ -1,4 +1,4 @@
-"""The notebooks' interactive cells (tutorials/_widgets.py, issue 25 item 12).
+"""The notebooks' interactive cells (tutorials/_widgets.py).
 
 The sliders chart what generate(do_sample=True, temperature=, top_k=, top_p=) samples from: checked against
 the warpers generate() builds (refdecode.pipeline.logits_warpers). The beam stepper redraws the recorded

@@ -174,7 +174,7 @@ def test_nest_walks_dotted_names():
                           "ln_f": {"weight": 3}, "wte": 4}
 
 
-# ---- bad-input catalogue (issue 14): headers that crashed or were silently accepted
+# ---- bad-input catalogue: headers that crashed or were silently accepted
 
 
 def write_safetensors(path, header: dict, data: bytes = b"") -> None:
@@ -264,7 +264,7 @@ def test_nan_logits_that_remove_invalid_values_cleans_do_not_stop_generation(tmp
     assert out.tolist() == [[1, 2, 0, 0]]
 
 
-# ---- fuzz: random safetensors headers end in a header or a ValueError naming the file (issue 14)
+# ---- fuzz: random safetensors headers end in a header or a ValueError naming the file
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402

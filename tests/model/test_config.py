@@ -78,7 +78,7 @@ def test_file_errors(tmp_path):
         GPT2Config.from_json_file(tmp_path)
 
 
-# ---- fuzz: random config.json files end in a config or an error naming the file (issue 14)
+# ---- fuzz: random config.json files end in a config or an error naming the file
 
 from hypothesis import given, settings  # noqa: E402
 

@@ -338,7 +338,7 @@ def test_from_pretrained_bad_config_json_names_the_file(tmp_path, content, error
     assert "config.json" in str(e.value)
 
 
-# ---- same seed, same output (issue 14 point 7): what the bits of the logits do not depend on
+# ---- same seed, same output: what the bits of the logits do not depend on
 
 
 _LM_HEAD_PROGRAM = """

@@ -1,7 +1,7 @@
 """refdecode.model.modeling: the GPT2 object runs the forward pass named at the call site, and says which.
 
-The forward passes themselves are tested in tests/test_gpt2.py (plain, against transformers' goldens)
-and tests/test_fast.py (fast against plain); the argument checks of ``model(...)`` in tests/test_gpt2.py.
+The forward passes themselves are tested in tests/model/test_gpt2.py (plain, against transformers' goldens)
+and tests/model/fast/test_forward.py (fast against plain); the argument checks of ``model(...)`` in tests/model/test_gpt2.py.
 """
 
 import numpy as np

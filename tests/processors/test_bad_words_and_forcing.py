@@ -51,7 +51,7 @@ def test_multi_token_bad_word_only_bans_its_last_token_after_its_prefix():
 
 
 def test_eos_as_a_bad_word_is_dropped_and_an_eos_only_list_changes_nothing():
-    """Issue 24 item 1: transformers 4.38.2 validates the words before dropping ``[eos]`` ones, so
+    """transformers 4.38.2 validates the words before dropping ``[eos]`` ones, so
     ``bad_words_ids=[[4]], eos_token_id=4`` is accepted and the scores come back unchanged (refdecode refused it)."""
     s = np.zeros((1, 3), dtype=np.float32)
     assert np.isfinite(no_bad_words_process(np.array([[1]]), s, [[0], [2]], eos_token_id=0)[0, 0])
@@ -62,7 +62,7 @@ def test_eos_as_a_bad_word_is_dropped_and_an_eos_only_list_changes_nothing():
 
 
 def test_a_bad_word_outside_the_vocabulary_is_blamed_on_bad_words_ids():
-    """Issue 22 item 7: the id was blamed on `sequence_bias`, an argument the caller never gave."""
+    """the id was blamed on `sequence_bias`, an argument the caller never gave."""
     with pytest.raises(ValueError, match="`bad_words_ids` has to hold token ids in \\[0, 2\\]"):
         NoBadWordsLogitsProcessor([[7]], eos_token_id=0)(np.array([[1]]), np.zeros((1, 3), dtype=np.float32))
 
@@ -182,7 +182,7 @@ def test_forced_decoder_ids_validated(bad):
 
 
 def test_bark_eos_prioritizer_keeps_only_eos_where_it_is_likely_enough():
-    """Issue 24 item 8 (4.38.2's test_early_stop_processor): uniform rows over 4 tokens; row 0's eos score set to -6,
+    """4.38.2's test_early_stop_processor: uniform rows over 4 tokens; row 0's eos score set to -6,
     below log(0.1): row 0 unchanged, row 1 (p(eos) = 0.25 > 0.1) keeps only its eos score(s)."""
     from refdecode import BarkEosPrioritizerLogitsProcessor
 

@@ -23,7 +23,7 @@ def test_guidance_scale_one_returns_log_softmax_and_scale_mixes_with_the_uncondi
 
 
 def test_any_callable_model_and_scores_with_more_axes_as_transformers_tests_use_them():
-    """Issue 24 item 3: 4.38.2's own test passes a plain function returning ``.logits`` (1, 1, 3) and scores of
+    """4.38.2's own test passes a plain function returning ``.logits`` (1, 1, 3) and scores of
     shape (1, 1, 3); refdecode required a refdecode model (``new_cache``) and (N, V) scores."""
     from types import SimpleNamespace
 

@@ -173,7 +173,7 @@ def test_list_passes_kwargs_only_to_processors_whose_signature_takes_them():
 
 
 def test_two_argument_processor_runs_in_group_beam_search():
-    """The ported custom processor of issue 15 point 10: ``__call__(input_ids, scores)`` in generate's group mode."""
+    """A custom processor ported from transformers code: ``__call__(input_ids, scores)`` in generate's group mode."""
     from refdecode import generate
     from refdecode.model.stand_ins import TableModel
 

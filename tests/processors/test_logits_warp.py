@@ -348,7 +348,7 @@ def test_temperature_limits(scores):
 
 
 # ----------------------------------------------------------------------------------------------
-# Ties at the top-p cut (issue 13): transformers 4.38.2's own answers, tests/golden/processors_more.npz
+# Ties at the top-p cut: transformers 4.38.2's own answers, tests/golden/processors_more.npz
 
 
 def _top_p_tie_cases():
@@ -373,7 +373,7 @@ def test_issue_13_example_top_p_ties():
 
 
 def test_top_k_top_p_filtering_is_top_k_then_top_p_and_warns_as_4382():
-    """Issue 24 item 8: 4.38.2's deprecated helper; top-p also runs at its default 1.0 (it drops -inf / zero
+    """4.38.2's deprecated helper; top-p also runs at its default 1.0 (it drops -inf / zero
     probabilities only), and it warns with DeprecationWarning."""
     from refdecode import TopKLogitsWarper, TopPLogitsWarper, top_k_top_p_filtering
 

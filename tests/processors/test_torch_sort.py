@@ -1,4 +1,4 @@
-"""torch's CPU sort order on ties, reproduced (issue 24 item 9): refdecode/processors/torch_sort.py.
+"""torch's CPU sort order on ties, reproduced: refdecode/processors/torch_sort.py.
 
 Golden: tests/golden/torch_sort.npz, made by tools/golden/make_torch_sort_golden.py from torch 2.13.0 and
 transformers 4.38.2 (the command to regenerate is in the file's ``meta``). It holds torch.sort's indices on
@@ -120,7 +120,7 @@ def test_warper_goldens_need_torch_order(monkeypatch):
 
 
 def test_issue_example_top_p_zeros_17():
-    """issue 24 item 9: top-p 0.5 on zeros((1, 17)): transformers 4.38.2 keeps ids 0-7 and 9."""
+    """top-p 0.5 on zeros((1, 17)): transformers 4.38.2 keeps ids 0-7 and 9."""
     out = TopPLogitsWarper(0.5)(None, np.zeros((1, 17), np.float32))
     np.testing.assert_array_equal(np.flatnonzero(np.isfinite(out[0])), [0, 1, 2, 3, 4, 5, 6, 7, 9])
 

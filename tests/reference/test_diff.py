@@ -253,7 +253,7 @@ def test_an_engine_that_stops_a_finished_row_is_not_a_divergence_but_a_short_run
 
 
 def test_same_draws_turn_a_random_stream_verdict_into_the_filter_that_explains_it(tmp_path):
-    """Issue 22 item 12: on a sampling trace, a real top-p bug was reported as "random streams differ". A conformance
+    """on a sampling trace, a real top-p bug was reported as "random streams differ". A conformance
     case's trace records the uniforms each step drew; with --same-draws, diff names the warper and the rule."""
     from refdecode.reference.conformance.export import export
     from refdecode.reference.conformance.plants import planted
@@ -276,7 +276,7 @@ def test_same_draws_turn_a_random_stream_verdict_into_the_filter_that_explains_i
     assert main([str(tmp_path / "t.json"), str(tmp_path / "o.json"), "--same-draws"]) == 1
 
 
-# ---- hostile input (issue 22 item 6): every wrong input is one line and status 2; 1 only means a divergence
+# ---- hostile input: every wrong input is one line and status 2; 1 only means a divergence
 
 
 @pytest.fixture()

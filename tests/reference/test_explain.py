@@ -104,7 +104,7 @@ def test_the_generation_command_writes_a_trace_that_diff_accepts(tmp_path, capsy
     assert capsys.readouterr().out.strip() == "no divergence in 3 steps"
 
 
-# ---- issue 25 item 13: explain for sampling and the beams' scores ---------------------------------------
+# ---- explain for sampling and the beams' scores ------------------------------------------------------------
 
 
 def _explain(capsys, *flags) -> str:

@@ -40,11 +40,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
-from make_decode_golden import GOLDEN, ROOT, TIE_GAP, common_kwargs, digest, save_golden
+from _oracle import GOLDEN, ROOT, TIE_GAP, digest, require_transformers, save_golden  # run from the repository root
+from make_decode_golden import common_kwargs
 from transformers import GPT2Config, GPT2LMHeadModel
 
-torch.set_num_threads(1)
 FORMAT_VERSION = 1
 REGENERATE = ".venv-oracle/bin/python tools/golden/make_assisted_golden.py"
 SCHEDULES = ["heuristic", "heuristic", "constant", "heuristic_transient"]
@@ -78,6 +77,7 @@ def unrelated(vocab: int, eos: int, seed: int, name: str) -> GPT2LMHeadModel:
 def save(model: GPT2LMHeadModel, name: str) -> GPT2LMHeadModel:
     target = GOLDEN / "models" / name
     shutil.rmtree(target, ignore_errors=True)
+    model.config._name_or_path = ""  # else config.json records where this machine loaded it from
     model.save_pretrained(target, safe_serialization=True)
     return model
 
@@ -254,7 +254,7 @@ def build(path: Path, pairs: dict, plan: list[tuple[str, str, int]], seed: int) 
 
 
 def main() -> None:
-    assert transformers.__version__ == "4.38.2", transformers.__version__
+    require_transformers("4.38.2")
     import transformers.utils.logging as hf_logging
     hf_logging.set_verbosity_error()
     warnings.filterwarnings("ignore")

@@ -21,17 +21,13 @@ Run from the repository root::
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import torch
 import transformers.generation.utils as gen_utils
-from make_decode_golden import TIE_GAP, digest, left_pad, save_golden, smallest_gap  # run from tools/golden/
+from _oracle import GOLDEN, TIE_GAP, digest, left_pad, save_golden, smallest_gap  # run from the repository root
 from transformers import GPT2LMHeadModel
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = ".venv-oracle/bin/python tools/golden/make_contrastive_golden.py"
 N_CONTRASTIVE = 40

@@ -36,23 +36,17 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
+from _oracle import GOLDEN, ROOT, TIE_GAP, digest, left_pad, require_transformers, save_golden, smallest_gap
 from transformers import GPT2Config, GPT2LMHeadModel
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = ".venv-oracle/bin/python tools/golden/make_decode_golden.py"
-TIE_GAP = 1e-5
-N_TOP = 8
 
 MODELS = {
     "decode-a": dict(config=dict(vocab_size=96, n_positions=48, n_embd=32, n_layer=2, n_head=2),
@@ -95,28 +89,6 @@ def make_model(name: str, spec: dict) -> tuple[GPT2LMHeadModel, int, int]:
 # ---- recording hooks (ties, multinomial draws)
 
 
-def save_golden(path: Path, arrays: dict, format_version: int, script: str, regenerate: str, **fields) -> None:
-    """``arrays`` and, stored last, "meta": JSON of the format version, the transformers and torch versions, the
-    script, how to regenerate the file, then ``fields`` (cases, ...)."""
-    meta = dict(format_version=format_version, transformers=transformers.__version__, torch=torch.__version__,
-                script=script, regenerate=regenerate, **fields)
-    arrays["meta"] = np.array(json.dumps(meta))
-    np.savez_compressed(path, **arrays)
-
-
-def smallest_gap(values: np.ndarray, ignore_zero_pairs: bool = False) -> float:
-    """Smallest gap between neighbours along the last axis of descending rows (float64): how close a decision came to
-    a tie. Two -inf are a tie (gap 0), NaN gaps are skipped; with ``ignore_zero_pairs`` two zero probabilities (a
-    zero-probability tail) are not. Rows of one value: inf."""
-    if values.shape[-1] < 2:
-        return np.inf
-    d = values[..., :-1] - values[..., 1:]
-    d = np.where(np.isneginf(values[..., :-1]) & np.isneginf(values[..., 1:]), 0.0, d)
-    if ignore_zero_pairs:
-        d = np.where((values[..., :-1] == 0) & (values[..., 1:] == 0), np.inf, d)
-    return float(np.nanmin(d))
-
-
 class Recorder:
     """Wraps torch.topk / torch.argmax / torch.multinomial while generate runs."""
 
@@ -150,16 +122,6 @@ class Recorder:
 
 
 # ---- cases
-
-
-def left_pad(prompts: list[list[int]], pad: int) -> tuple[np.ndarray, np.ndarray]:
-    width = max(len(p) for p in prompts)
-    ids = np.full((len(prompts), width), pad, dtype=np.int64)
-    mask = np.zeros((len(prompts), width), dtype=np.int64)
-    for i, p in enumerate(prompts):
-        ids[i, width - len(p):] = p
-        mask[i, width - len(p):] = 1
-    return ids, mask
 
 
 def draw_prompts(rng: np.random.Generator, vocab: int, eos: int) -> list[list[int]]:
@@ -216,17 +178,7 @@ def draw_case(mode: str, rng: np.random.Generator, vocab: int, eos: int, second:
     return prompts, kw, use_mask
 
 
-def digest(scores: tuple, prefix: str, arrays: dict, full: bool, int_dtype: type = np.int16) -> None:
-    """Per step (S) and row (N): top-8 values/ids, -inf count, finite sum; optionally the full scores. Ids and counts
-    as ``int_dtype`` (int16 for the tiny vocabularies; int32 where V = 50257 would overflow it)."""
-    s = torch.stack(scores).numpy()                                             # (S, N, V)
-    order = np.argsort(-s, axis=-1, kind="stable")[..., :N_TOP]
-    arrays[prefix + "top_values"] = np.take_along_axis(s, order, axis=-1).astype(np.float32)
-    arrays[prefix + "top_ids"] = order.astype(int_dtype)
-    arrays[prefix + "n_neginf"] = np.isneginf(s).sum(axis=-1).astype(int_dtype)
-    arrays[prefix + "finite_sum"] = np.where(np.isfinite(s), s, 0.0).astype(np.float64).sum(axis=-1)
-    if full:
-        arrays[prefix + "scores"] = s.astype(np.float32)
+
 
 
 def run_case(model, prompts, kw, use_mask, eos, torch_seed) -> tuple[dict | None, float]:
@@ -377,7 +329,7 @@ def seed_programs(path: Path) -> None:
 
 
 def main() -> None:
-    assert transformers.__version__ == "4.38.2", transformers.__version__
+    require_transformers("4.38.2")
     import warnings
 
     import transformers.utils.logging as hf_logging

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
-from make_decode_golden import save_golden  # run from tools/golden/
+from _oracle import ROOT, save_golden  # run from the repository root
 from transformers import GPT2LMHeadModel
 
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the settings and prompts are the suite's own (numpy-only module)
 from refdecode.reference.conformance.cases_engines import PROMPTS, SHIPPED, engine_settings  # noqa: E402
 
-torch.set_num_threads(1)
 FORMAT_VERSION = 1
 REGENERATE = ".venv-oracle/bin/python tools/golden/make_engines_golden.py"
 MAX_NEW_TOKENS = {"g": 24, "b": 12}  # as cases_engines registers them

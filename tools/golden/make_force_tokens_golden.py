@@ -13,18 +13,12 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import torch
-import transformers
+from _oracle import GOLDEN, save_golden  # run from the repository root
 from transformers import GPT2LMHeadModel
 from transformers.generation.logits_process import ForceTokensLogitsProcessor
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 REGENERATE = ".venv-oracle/bin/python tools/golden/make_force_tokens_golden.py"
 
 
@@ -59,11 +53,8 @@ def main() -> None:
         cid = f"g{i:03d}"
         arrays[f"{cid}/input_ids"], arrays[f"{cid}/sequences"] = ids.numpy(), out.sequences.numpy()
         cases.append(dict(id=cid, kind="generate", model=name, kwargs=kw))
-    meta = dict(format_version=1, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_force_tokens_golden.py", regenerate=REGENERATE, cases=cases)
-    arrays["meta"] = np.array(json.dumps(meta))
     path = GOLDEN / "force_tokens.npz"
-    np.savez_compressed(path, **arrays)
+    save_golden(path, arrays, 1, "tools/golden/make_force_tokens_golden.py", REGENERATE, cases=cases)
     print(f"wrote {path}: {len(cases)} cases ({path.stat().st_size / 1e3:.0f} kB)")
 
 

@@ -1,4 +1,5 @@
-"""Golden outputs of the processors and warpers of issue 13 from transformers 4.38.2 (oracle venv only).
+"""Golden outputs of typical, epsilon, eta, bad words, forcing and the other later processors
+from transformers 4.38.2 (oracle venv only).
 
 Writes
 
@@ -9,7 +10,7 @@ Writes
   ExponentialDecayLengthPenalty, InfNanRemoveLogitsProcessor, LogitNormalization,
   EncoderRepetitionPenaltyLogitsProcessor and EncoderNoRepeatNGramLogitsProcessor, on random
   scores (normal, integer ties, ~30% -inf, an all -inf row, log-probabilities), padded-looking id
-  rows, several ``min_tokens_to_keep``; plus the top-p tie cases of issue 13 (``[[0, 0, 0, 0]]``).
+  rows, several ``min_tokens_to_keep``; plus the top-p tie cases (``[[0, 0, 0, 0]]``).
   Per case ``i``: ``{i}_input_ids`` int64 (B, T), ``{i}_scores`` float32 (B, V), optional
   ``{i}_encoder_input_ids``, and ``{i}_expected`` float32 (B, V).
 * ``tests/golden/decode_processors_more.npz``: whole ``model.generate`` cases on the committed tiny
@@ -47,11 +48,9 @@ import transformers
 from transformers import GPT2LMHeadModel, LogitsProcessorList
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_decode_golden import TIE_GAP, Recorder, digest, left_pad, save_golden  # noqa: E402
+from _oracle import GOLDEN, ROOT, TIE_GAP, digest, left_pad, require_transformers, save_golden  # noqa: E402
+from make_decode_golden import Recorder  # noqa: E402
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = "PYTHONPATH=$PWD .venv-oracle/bin/python tools/golden/make_processors_more_golden.py"
 NUDGED = {"TypicalLogitsWarper": "mass", "EpsilonLogitsWarper": "epsilon", "EtaLogitsWarper": "epsilon",
@@ -230,7 +229,7 @@ def warper_cases(c: Cases) -> None:
 
 
 def top_p_tie_cases(c: Cases) -> None:
-    """Issue 13: TopP on tied scores, where torch's stable (<= 16 entries) ascending sort drops the lower ids."""
+    """TopP on tied scores, where torch's stable (<= 16 entries) ascending sort drops the lower ids."""
     for vocab in [2, 4, 8, 16]:  # uniform rows: probabilities 1/V and their prefix sums are exact in float32
         for top_p in [0.25, 0.3, 0.5, 0.75]:
             for m in [1, 2]:
@@ -557,7 +556,7 @@ def modes_of(feature: str) -> list[str]:
 
 
 def main() -> None:
-    assert transformers.__version__ == "4.38.2", transformers.__version__
+    require_transformers("4.38.2")
     import transformers.utils.logging as hf_logging
     hf_logging.set_verbosity_error()
     c = Cases(seed=13)

@@ -23,16 +23,12 @@ Run from the repository root, in a venv with ``torch==2.13.0`` and ``transformer
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import torch
-from make_decode_golden import TIE_GAP, left_pad, save_golden  # run from tools/golden/
+from _oracle import GOLDEN, TIE_GAP, left_pad, save_golden  # run from the repository root
 from transformers import GPT2LMHeadModel
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = ".venv-tf5/bin/python tools/golden/make_semantics5_golden.py"
 CASES = {"greedy_search": 20, "beam_search": 20}

@@ -18,17 +18,13 @@ stopping). ``meta`` (JSON) holds the format version, versions, the regenerate co
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
+from _oracle import GOLDEN, ROOT, save_golden  # run from the repository root
 from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
 from transformers.generation.stopping_criteria import EosTokenCriteria, StopStringCriteria
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 MODEL = ROOT / "models" / "tiny-shakespeare"
 FORMAT_VERSION = 1
 REGENERATE = ".venv-tf441/bin/python tools/golden/make_stop_strings_golden.py"
@@ -106,12 +102,9 @@ def main() -> None:
         arrays[f"{cid}/attention_mask"] = enc["attention_mask"].numpy().astype(np.int8)
         arrays[f"{cid}/sequences"] = out.numpy().astype(np.int32)
         cases.append(dict(id=cid, kind="generate", stop_strings=stops, max_new_tokens=24))
-    meta = dict(format_version=FORMAT_VERSION, transformers=transformers.__version__, torch=torch.__version__,
-                script="tools/golden/make_stop_strings_golden.py", regenerate=REGENERATE, cases=cases,
-                refused_by_transformers=sorted({json.dumps(r) for r in refused}))
-    arrays["meta"] = np.array(json.dumps(meta))
     path = GOLDEN / "stop_strings.npz"
-    np.savez_compressed(path, **arrays)
+    save_golden(path, arrays, FORMAT_VERSION, "tools/golden/make_stop_strings_golden.py", REGENERATE, cases=cases,
+                refused_by_transformers=sorted({json.dumps(r) for r in refused}))
     n_true = sum(int(arrays[f"{c['id']}/done"].sum()) for c in cases if c["kind"] == "stop_strings")
     print(f"wrote {path}: {len(cases)} cases, {n_true} prefixes that stop ({path.stat().st_size / 1e3:.0f} kB)")
 

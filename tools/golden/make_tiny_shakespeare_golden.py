@@ -2,7 +2,7 @@
 
 In: ``models/tiny-shakespeare/`` (loaded with ``GPT2LMHeadModel.from_pretrained`` from the local path: the
 float16 file is upcast to float32, as refdecode's loader does) and its ``tokenizer.json``.
-Out: ``tests/golden/tiny_shakespeare.npz`` (about 0.5 MB), read by ``tests/test_tiny_shakespeare.py``:
+Out: ``tests/golden/tiny_shakespeare.npz`` (about 0.5 MB), read by ``tests/model/test_tiny_shakespeare.py``:
 
     prompt_{i}_ids          int64 (T_i,)        the prompt's token ids
     prompt_{i}_last_logits  float32 (V,)        logits at the last position (all 50257)

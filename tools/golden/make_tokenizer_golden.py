@@ -3,7 +3,7 @@
 The reference tokenizer is built from OpenAI's files in ``../shared/gpt2-bpe/`` (``encoder.json``,
 ``vocab.bpe``; see their README) -- the same two files ``tools/build_tokenizer.py`` turns into the
 ``tokenizer.json`` that refdecode ships. For each awkward string below the ids are written to
-``tests/golden/tokenizer_ids.json``; ``tests/test_tokenizer.py`` checks refdecode's tokenizer against them.
+``tests/golden/tokenizer_ids.json``; ``tests/text/test_tokenizer.py`` checks refdecode's tokenizer against them.
 
 In the same run, ``models/gpt2-tiny/tokenizer.json`` is loaded with the oracle venv's ``tokenizers``
 (0.15.2, the oldest version pyproject declares) and must give identical ids and round-trip every

@@ -1,8 +1,8 @@
-"""Golden tie orders of torch's CPU sort and the warpers that sort (issue 24 item 9) -> tests/golden/torch_sort.npz.
+"""Golden tie orders of torch's CPU sort and the warpers that sort -> tests/golden/torch_sort.npz.
 
 Runs in the oracle venv (torch 2.13.0 + transformers 4.38.2); it imports nothing of refdecode::
 
-    PYTHONPATH=$PWD /work/main/.venv-oracle/bin/python tools/golden/make_torch_sort_golden.py
+    PYTHONPATH=$PWD .venv-oracle/bin/python tools/golden/make_torch_sort_golden.py
 
 Two kinds of cases, every row with ties and longer than 16 entries (where torch's sort is not stable):
 
@@ -35,7 +35,7 @@ from transformers import TopPLogitsWarper, TypicalLogitsWarper
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "golden" / "torch_sort.npz"
 FORMAT_VERSION = 1
-REGENERATE = "PYTHONPATH=$PWD /work/main/.venv-oracle/bin/python tools/golden/make_torch_sort_golden.py"
+REGENERATE = "PYTHONPATH=$PWD .venv-oracle/bin/python tools/golden/make_torch_sort_golden.py"
 V = 50257
 DIGEST_ABOVE = 5000
 

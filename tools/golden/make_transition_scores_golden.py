@@ -18,16 +18,13 @@ Run from the repository root::
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import torch
 import transformers
+from _oracle import GOLDEN  # run from the repository root
 from transformers import GPT2LMHeadModel
 
-torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 FORMAT_VERSION = 1
 REGENERATE = "PYTHONPATH=$PWD .venv-oracle/bin/python tools/golden/make_transition_scores_golden.py"
 

@@ -1,9 +1,9 @@
-"""Study of torch's CPU sort on ties (issue 24 item 9): which order does ``torch.sort(stable=False)`` give?
+"""Study of torch's CPU sort on ties: which order does ``torch.sort(stable=False)`` give?
 
 Runs in the oracle venv (torch 2.13.0 + transformers 4.38.2); refdecode is pure NumPy and is imported
 from the work tree to compare::
 
-    PYTHONPATH=$PWD /work/main/.venv-oracle/bin/python tools/golden/study_torch_sort.py [--out FILE.npz]
+    PYTHONPATH=$PWD .venv-oracle/bin/python tools/golden/study_torch_sort.py [--out FILE.npz]
 
 For many rows with ties (all-equal rows of 1..300 entries, a few tie groups, random rows with repeated
 values, -inf/+inf/NaN/-0.0 entries, already sorted and reversed rows, rows built by McIlroy's adversary

@@ -1,4 +1,4 @@
-"""The concept pictures of issue 25 item 7, for tools/pictures/make_pictures.py: one run + one drawing each.
+"""The concept pictures, for tools/pictures/make_pictures.py: one run + one drawing each.
 
 Every picture is drawn from a real run of the package on the shipped model (or the page's own toy model),
 each run checked against ``generate()`` with the same arguments before it is drawn:
@@ -7,7 +7,7 @@ each run checked against ``generate()`` with the same arguments before it is dra
 - ``kv-cache`` (gpt2): two left-padded prompts, prefill then decode steps, the cache per layer, position ids;
 - ``speculative-decoding``: prompt lookup's rounds, draft -> verify -> accept, against greedy;
 - ``top-k-vs-top-p`` (top-k, top-p): the same k and p on a flat and on a peaked step keep different tokens;
-- ``strategies`` (choosing-a-strategy): quality (mean log p) against diversity (distinct-2), and a decision chart;
+- ``strategies`` (choosing-a-strategy): likelihood (mean log p) against diversity (distinct-2), and a decision chart;
 - ``sampling-draws`` (sampling): each step's probabilities laid on [0, 1) in id order and the uniform drawn;
 - ``contrastive-search``: each step's k candidates, probability, degeneration penalty and score;
 - ``constrained-beam-search``: the candidates of each step, their banks and the round-robin keep;
@@ -515,7 +515,7 @@ def draw_top_k_vs_top_p(d: dict) -> S.Svg:
 
 
 # ---------------------------------------------------------------------------------------------
-# choosing a strategy: quality against diversity
+# choosing a strategy: likelihood against diversity
 
 
 STRATEGIES = [("greedy", {}, False), ("beam, K=4", {"num_beams": 4}, False),
@@ -555,7 +555,7 @@ def draw_strategies(d: dict) -> S.Svg:
     svg = S.Svg(W, H, "Choosing a strategy")
     svg.text(16, 22, "Choosing a strategy: what each one writes on the shipped model, and which to pick", size=15,
              weight="bold")
-    svg.text(16, 40, f"“ROMEO:\\n” + {d['new_tokens']} tokens; quality = the model's mean log p per token, diversity = "
+    svg.text(16, 40, f"“ROMEO:\\n” + {d['new_tokens']} tokens; likelihood = the model's mean log p per token, diversity = "
              "distinct-2 (distinct bigrams / bigrams); sampled ones: seeds 0, 1, 2", size=11, fill="#555")
     px, py, pw, ph = 70, 70, 450, 360
     pts = [(r["distinct2"], r["mean_logp"]) for s in d["strategies"] for r in s["runs"]]
@@ -575,7 +575,7 @@ def draw_strategies(d: dict) -> S.Svg:
         svg.text(px - 6, sy(v) + 3, f"{v:.1f}", size=9, anchor="end", fill="#666")
         v += 0.5
     svg.text(px + pw / 2, py + ph + 34, "diversity: distinct-2 →", size=11, anchor="middle")
-    svg.text(px - 44, py + ph / 2, "quality: mean log p →", size=11, anchor="middle", rotate=-90)
+    svg.text(px - 44, py + ph / 2, "likelihood: mean log p →", size=11, anchor="middle", rotate=-90)
     labels = []
     for i, st in enumerate(d["strategies"]):
         colour = (S.PALETTE + ["#17becf"])[i]

@@ -2,7 +2,7 @@
 
 Every picture is computed here from the package (the decode loops, the processors and warpers,
 the KV cache), never typed by hand, and each SVG has a sidecar JSON with the numbers it draws.
-``tests/test_pictures.py`` regenerates everything into a temporary folder and compares those
+``tests/docs/test_pictures.py`` regenerates everything into a temporary folder and compares those
 numbers with the committed sidecars, so a picture cannot drift from the code.
 
 Regenerate (after a change that moves a number; then commit docs/img/)::
@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import concepts  # noqa: E402  (tools/pictures/concepts.py: the concept pictures of issue 25 item 7)
+import concepts  # noqa: E402  (tools/pictures/concepts.py: the concept pictures)
 import svg as S  # noqa: E402  (tools/pictures/svg.py)
 
 from refdecode import (  # noqa: E402

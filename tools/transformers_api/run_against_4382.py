@@ -1,6 +1,6 @@
 """Run tests/transformers_api/ on transformers 4.38.2 itself: the proof that each scenario is 4.38.2's behaviour.
 
-    /work/main/.venv-oracle/bin/python tools/transformers_api/run_against_4382.py [-v] [--json FILE]
+    .venv-oracle/bin/python tools/transformers_api/run_against_4382.py [-v] [--json FILE]
 
 (any venv with torch 2.13.0 and transformers 4.38.2; never the package's test venv). The scenario files are
 loaded unchanged; two imports are pointed elsewhere before they load:

@@ -4,7 +4,7 @@ Opt-in: ``GPT2.from_pretrained(path, forward="fast")`` (:mod:`refdecode.model.mo
 :func:`~refdecode.model.fast.forward.gpt2_fast` on weights read by
 :func:`~refdecode.model.fast.layout.load_params_column_major`. Same contract and same math as the plain
 :func:`refdecode.model.gpt2.gpt2`; logits agree to float32 rounding and ``generate`` picks the same tokens
-(tests/test_fast.py). This package imports :mod:`refdecode.model.gpt2`, never the reverse.
+(tests/model/fast/test_forward.py). This package imports :mod:`refdecode.model.gpt2`, never the reverse.
 
 - ``forward.py``: the forward pass (blocked causal attention, in-place kernels, few-row products);
 - ``layout.py``: the column-major weight layout those products read fastest.

@@ -34,9 +34,9 @@ What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-t
    (``from_pretrained(..., forward="fast")`` unless memory-mapped), so either form reads contiguous memory.
    A few rows still cost more than one (4 rows ~1.8x, 11 rows ~2.8x on a quiet 2-core machine): OpenBLAS's
    GEMM for so few rows runs at ~50-66 GFLOPS even with the weight in cache. Splitting W^T into
-   cache-sized blocks on two Python threads was tried and measured slower (benchmarks/README.md, issue 16).
+   cache-sized blocks on two Python threads was tried and measured slower (benchmarks/README.md).
 
-tests/test_fast.py checks this module against :mod:`refdecode.model.gpt2` on every golden checkpoint
+tests/model/fast/test_forward.py checks this module against :mod:`refdecode.model.gpt2` on every golden checkpoint
 (prefill, padded batches, cached steps, beams) and that generate() gives the same tokens either way.
 """
 

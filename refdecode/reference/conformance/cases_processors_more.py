@@ -1,4 +1,4 @@
-r"""Unit cases for the processors and warpers of issue 13: (input ids, scores, parameters) -> expected scores.
+r"""Unit cases for the processors and warpers that ``cases_processors`` leaves out: (ids, scores, parameters) -> scores.
 
 Contract: registers one case type per rule: ``typical``, ``epsilon``, ``eta``, ``min_p`` (warpers),
 ``no_bad_words``, ``sequence_bias``, ``prefix_constrained``, ``forced_bos``, ``forced_eos``,

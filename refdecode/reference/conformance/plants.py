@@ -2,7 +2,7 @@ r"""Planted bugs: deliberately broken refdecodes that ``check`` must catch (``se
 
 Contract: ``apply(name)`` patches refdecode **in the current process** (``serve`` runs in its own
 process) with one of the classic porting bugs below, each a few lines next to the rule it breaks.
-They exist to prove that the suite notices each bug; ``tests/test_conformance_plants.py`` checks
+They exist to prove that the suite notices each bug; ``tests/reference/conformance/test_plants.py`` checks
 which case types fail for each.
 
 =========================  ====================================================================

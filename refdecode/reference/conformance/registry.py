@@ -8,7 +8,7 @@ to answer requests), optionally ``margins(input, output)`` (how far each decisio
 from flipping, for the near-tie verdict) and the tie rule the cases state. ``check`` compares with
 the generic rules of ``compare.py`` driven by the output kinds.
 
-**Adding a case type** (a new processor of issue 13, a new algorithm of issue 16) takes a few
+**Adding a case type** (a new processor, a new decoding algorithm) takes a few
 lines in a module of ``refdecode/reference/conformance/`` that ``cases/__init__`` imports::
 
     from .registry import CaseType, register
@@ -27,7 +27,7 @@ lines in a module of ``refdecode/reference/conformance/`` that ``cases/__init__`
 
 Then ``refdecode conformance export`` writes ``cases/min_p.jsonl`` and its schema into the
 manifest, ``serve`` answers ``min_p`` requests, and the docs page's table of request types should
-gain a row (``tests/test_conformance.py`` checks that every registered type is documented).
+gain a row (``tests/reference/conformance/test_registry.py`` checks that every registered type is documented).
 """
 
 from __future__ import annotations

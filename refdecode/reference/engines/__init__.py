@@ -1,4 +1,4 @@
-r"""Engine profiles: greedy, sampling and beam search as other engines do them, on refdecode's GPT-2 (issue 23).
+r"""Engine profiles: greedy, sampling and beam search as other engines do them, on refdecode's GPT-2.
 
 Each engine's departures from transformers 4.38.2 are named switches (``EngineRules``, rules.py), set per engine in
 ``PROFILES``; ``decode_as(profile, model, input_ids, attention_mask, config)`` decodes under them (decode.py), so a

@@ -1,4 +1,4 @@
-r"""The engines' decoding rules as named switches: ``EngineRules`` and one profile per engine (issue 23).
+r"""The engines' decoding rules as named switches: ``EngineRules`` and one profile per engine.
 
 Contract: data only. ``EngineRules`` names every rule found where an engine's greedy, sampling or beam search
 departs from transformers 4.38.2 (examples/engines/<engine>/FINDINGS.md cites each engine's source line);

@@ -275,7 +275,7 @@ def test_device_keyword_is_accepted_and_ignored_and_a_device_in_length_penalty_r
             BeamSearchScorer(1, 2, bad)
 
 
-# ---- bad-input catalogue (issue 14)
+# ---- bad-input catalogue
 
 
 @pytest.mark.parametrize("lp, match", [
@@ -318,7 +318,7 @@ def test_numpy_bool_early_stopping_and_numpy_int_sizes_are_accepted():
 
 
 def test_the_interfaces_transformers_code_calls_run_unchanged():
-    """Issue 24 item 6: ``BeamHypotheses.add`` with 4.38.2's default ``generated_len=None`` (the whole hypothesis
+    """``BeamHypotheses.add`` with 4.38.2's default ``generated_len=None`` (the whole hypothesis
     length), ``finalize`` with 4.38.2's full positional signature, and ``_beam_hyps`` laid out as there."""
     h = BeamHypotheses(num_beams=2, length_penalty=1.0, early_stopping=False)
     h.add(np.array([1, 2, 3, 4]), -2.0)                         # no generated_len: divided by 4, the hyp's length

@@ -44,7 +44,7 @@ def test_disjunctive_refuses_a_phrase_that_prefixes_another():
 
 
 def test_a_forced_word_outside_the_vocabulary_is_named_before_decoding():
-    """Issue 24 item 5: force_words_ids=[[id beyond the vocabulary]] ended in an IndexError inside the scorer."""
+    """force_words_ids=[[id beyond the vocabulary]] ended in an IndexError inside the scorer."""
     import numpy as np
 
     from refdecode import generate

@@ -1,6 +1,6 @@
 """refdecode.model.fast against the plain refdecode.model.gpt2 (and, through it, transformers 4.38.2 goldens).
 
-The plain forward pass is what ``GPT2`` runs by default, so tests/test_gpt2.py checks it against the
+The plain forward pass is what ``GPT2`` runs by default, so tests/model/test_gpt2.py checks it against the
 transformers goldens. Here: (1) the plain path passes the same goldens, (2) each in-place
 kernel gives the plain expression's bits, (3) the blocked attention and the few-row products agree with the
 plain functions to float32 rounding, for every branch (block boundaries, cached prefixes, padding, scaling

@@ -2,7 +2,7 @@
 
 Hand-worked requests through ``serve``'s ``answer`` (expected values worked out from the rules the summaries
 state), and the GPT-2 decodes against transformers 4.38.2's golden file: the exported cases expect its
-sequences and its number of main-model calls. ``tests/test_conformance.py`` checks every type's export against
+sequences and its number of main-model calls. ``tests/reference/conformance/test_check.py`` checks every type's export against
 ``serve``.
 """
 
@@ -92,6 +92,7 @@ def speculative_suite(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 10 s of CPU or more: `pytest --heavy` (CI) runs it
 @pytest.mark.parametrize("plant, failing", [("lookup_last_match", {"prompt_lookup_candidates", "gpt2_prompt_lookup_greedy"}),
                                             ("residual_from_p", {"speculative_sampling"})])
 def test_the_speculative_plants_are_caught_where_their_rule_is_used(speculative_suite, plant, failing):

@@ -60,7 +60,7 @@ def test_check_only_and_a_failing_implementation(unit_suite):
 
 
 def test_check_survives_an_implementation_that_exits(unit_suite):
-    """It is restarted for the next case; after 3 cases in a row without an answer check stops (issue 22)."""
+    """It is restarted for the next case; after 3 cases in a row without an answer check stops."""
     status, lines = run_check(unit_suite, f'"{sys.executable}" -c "pass"', only="min_length")
     assert status == 1 and lines[-1] == "0 passed, 3 failed, 37 not run" and "exited" in lines[0]
     assert lines[-2].startswith("STOPPED: 3 cases in a row got no answer")
@@ -68,7 +68,7 @@ def test_check_survives_an_implementation_that_exits(unit_suite):
 
 
 
-# ---- misbehaving implementations (issue 22 items 2-5): each got a hang, a shifted answer, a flood or a traceback
+# ---- misbehaving implementations: each got a hang, a shifted answer, a flood or a traceback
 
 
 ECHO_SERVE = '''
@@ -142,7 +142,7 @@ def test_unsupported_cases_are_counted_apart_and_never_pass(unit_suite, tmp_path
 
 @pytest.mark.slow
 def test_a_failing_decode_names_the_step_row_and_stage_where_it_departs(decode_suite):
-    """Issue 22 item 10: for a failing decode case, check runs the diff itself (refdecode's trace of the case against
+    """for a failing decode case, check runs the diff itself (refdecode's trace of the case against
     the implementation's token ids) and prints the first divergent step, row and stage with the verdict; when the
     tokens agree but the scores differ, the step and row, and which of refdecode's stages the scores match."""
     status, lines = run_check(decode_suite, SERVE + " --plant top_p_boundary", only="sample,gpt2_sample")

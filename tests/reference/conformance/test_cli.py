@@ -1,5 +1,5 @@
 """refdecode.reference.conformance.cli: help, exit statuses (0 done, 1 cases failed, 2 bad input: one line, no
-traceback), and the ``trace`` subcommand (issue 22 items 5 and 9)."""
+traceback), and the ``trace`` subcommand."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_a_broken_suite_is_status_2_and_one_line(tmp_path, broken, capsys):
 
 @pytest.mark.slow
 def test_trace_writes_refdecodes_trace_of_a_decode_case(decode_suite, tmp_path):
-    """Issue 22 item 9: a porter gets refdecode's trace of any decode case without Python (toy and GPT-2 cases)."""
+    """a porter gets refdecode's trace of any decode case without Python (toy and GPT-2 cases)."""
     for case_id in ("greedy/0000", "gpt2_greedy/0000", "sample/0001", "beam_search/0002"):
         out = tmp_path / "t.json"
         result = _cli("trace", str(decode_suite), case_id, "-o", str(out))

@@ -15,6 +15,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs" / "conformance.md"
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 10 s of CPU or more: `pytest --heavy` (CI) runs it
 def test_the_transcript_and_the_plant_table_count_the_suite_as_it_is():
     types = select(None)
     total = sum(1 for name in types for _ in REGISTRY[name].build())

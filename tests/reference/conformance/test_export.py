@@ -91,7 +91,7 @@ def test_gpt2_cases_without_the_golden_files_say_what_to_do(monkeypatch, tmp_pat
         list(REGISTRY["gpt2_greedy"].build())
 
 
-# ---- an export replaces only what it can prove it wrote (issue 22 item 1)
+# ---- an export replaces only what it can prove it wrote
 
 
 def test_an_export_into_a_folder_of_other_files_refuses_and_deletes_nothing(tmp_path):

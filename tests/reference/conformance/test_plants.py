@@ -128,7 +128,7 @@ def _outputs_under(plant: str, name: str) -> tuple[list, list]:
 
 
 def test_top_p_in_float64_fails_the_exact_boundary_cases_with_a_message_about_float32(unit_suite):
-    """Issue 22 item 13: a port computing top-p in float64 failed 3 cases with a message about a *tie*; they are exact
+    """a port computing top-p in float64 failed 3 cases with a message about a *tie*; they are exact
     float32 boundaries (torch rounds each cumulative sum to float32), and the message now says so."""
     out = io.StringIO()
     status = check(unit_suite, f'"{sys.executable}" -m refdecode.cli conformance serve --plant top_p_float64',
@@ -140,7 +140,7 @@ def test_top_p_in_float64_fails_the_exact_boundary_cases_with_a_message_about_fl
 
 
 def test_finalize_order_fails_every_tie_case_and_no_random_beam_search():
-    """Issue 22: reversing finalize's order among equal scores failed no beam_search case (the random decodes are
+    """reversing finalize's order among equal scores failed no beam_search case (the random decodes are
     drawn away from ties); every beam_search_ties case catches it."""
     _, differs = _outputs_under("finalize_order", "beam_search_ties")
     assert len(differs) == 30 and all(differs)

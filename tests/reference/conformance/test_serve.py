@@ -1,5 +1,5 @@
 """refdecode.reference.conformance.serve: one request line -> one response line; every failure is a response that
-names the field, the rule and the value (issue 22 items 4 and 7).
+names the field, the rule and the value.
 
 Before: serve answered with Python internals (``KeyError: 'top_k'``, ``AttributeError: 'list' object has no attribute
 'items'``, ``TypeError: unhashable type: 'list'``, ``IndexError``), accepted NaN / Infinity literals and 1e400, grew
@@ -120,7 +120,7 @@ def test_fuzzed_requests_get_a_protocol_answer_never_an_internal_error(data):
     assert "output" in response or "internal error" not in response["error"], (mutated, response)
 
 
-# ---- serve --as ENGINE (issue 23): decodes answered under an engine's profile
+# ---- serve --as ENGINE: decodes answered under an engine's profile
 
 
 def _engine_request(record: dict) -> str:

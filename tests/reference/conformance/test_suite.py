@@ -1,4 +1,4 @@
-"""refdecode.reference.conformance.suite: a suite is read as untrusted input (issue 22 items 2, 5, 8).
+"""refdecode.reference.conformance.suite: a suite is read as untrusted input.
 
 Before: a FIFO named as a case file or .npy blocked ``check`` until killed; broken manifests, cases without ``id``,
 structured or object .npy files and an .npy header declaring 373 GiB gave tracebacks; ``model.path`` and ``npy``

@@ -35,7 +35,7 @@ def test_toy_model_cache_gives_the_same_logits_as_the_whole_row():
 
 
 def test_prompt_lookup_runs_on_the_toy_model_and_gives_greedy_searchs_tokens():
-    """Issue 24 item 5: prompt lookup with the documented ToyModel failed on a missing ``crop``; the cache now keeps
+    """prompt lookup with the documented ToyModel failed on a missing ``crop``; the cache now keeps
     the tokens, and cropping recomputes the hash of the shorter rows."""
     from refdecode import generate
     from refdecode.reference.conformance.toy_model import ToyModel, toy_hash

@@ -62,6 +62,7 @@ def test_genai_profile_reproduces_differing_beams():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 10 s of CPU or more: `pytest --heavy` (CI) runs it
 @pytest.mark.parametrize("engine", ["transformers-4.38.2", "onnxruntime-genai", "llama-cpp"])
 def test_profile_reproduces_every_beam_answer(engine):
     for r in recorded(engine):

@@ -36,6 +36,7 @@ def test_ctranslate2_scores_count_the_prompt():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 10 s of CPU or more: `pytest --heavy` (CI) runs it
 @pytest.mark.parametrize("engine", LOOPS)
 def test_profile_reproduces_every_answer(engine):
     for r in recorded(engine):

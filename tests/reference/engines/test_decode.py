@@ -51,6 +51,7 @@ def test_control_equals_generate_on_a_few_cases():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 10 s of CPU or more: `pytest --heavy` (CI) runs it
 def test_control_equals_generate_on_every_case():
     """Every engines_* / gpt2_greedy / gpt2_sample / gpt2_beam_search case: the 4.38.2 profile, refdecode.generate and the
     suite's expected sequences (4.38.2's, recorded) agree."""

@@ -42,6 +42,7 @@ def _records(engine: str) -> list[dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 55 s of CPU for the seven engines and a 500 MB model written to disk: `pytest --heavy` (CI)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_profile_gives_the_engines_answers_on_the_124m_shape(engine, logits):
     records = _records(engine)
