@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ...processors.torch_sort import torch_cpu_sort_order
+from ...numerics.introsort import torch_cpu_sort_order
 from .beam_scorer import BeamHypotheses, pad_hypotheses, split_candidates
 from .constraints import Constraint, ConstraintListState
 
