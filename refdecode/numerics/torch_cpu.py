@@ -56,7 +56,11 @@ def lane_sum(values: np.ndarray, lanes: int = 16) -> np.ndarray:
     vectors = -(-n // lanes)
     padded = np.zeros((rows, vectors * lanes), _F32)  # the last, partial vector: zeros in the lanes past the row
     padded[:, :n] = values
-    acc = np.cumsum(padded.reshape(rows, vectors, lanes), axis=1, dtype=_F32)[:, -1]  # per lane, in row order
+    padded = padded.reshape(rows, vectors, lanes)
+    nonzero = padded.any(axis=(0, 2))  # a vector of zeros (exp(-inf): removed tokens) adds nothing to any lane
+    if not nonzero.all():
+        padded = padded[:, nonzero]
+    acc = np.cumsum(padded, axis=1, dtype=_F32)[:, -1]  # per lane, in row order (cumsum is sequential)
     width = lanes
     while width > 1:  # horizontal: lane l + lane l + width/2
         width //= 2
