@@ -16,8 +16,8 @@ The request at the top: ``generate.py`` (checks the request, steps 1-4 of transf
 command). The ground floor, imported by all: ``recorder.py`` (how a loop is watched), ``validation.py``
 (argument checks), ``numerics/`` (softmax, activations, and torch's CPU softmax, cumsum and sort order bit for
 bit); ``model/stand_ins.py`` holds stand-in models for tests and docs. ``reference/`` is the tooling that
-checks other implementations (traces, ``diff``, ``explain``, the conformance suite); no stage imports it (only this ``__init__``, for ``TraceRecorder``, and
-the CLI do).
+checks other implementations (traces, ``diff``, ``explain``, the conformance suite); no stage imports it (only
+this ``__init__``, for ``TraceRecorder``, and the CLI do).
 
 The imports form layers, with no cycle (tests/test_layering.py checks them): the model imports neither
 processors nor decoding; processors never import decoding; decoding never imports the reference

@@ -48,7 +48,8 @@ def test_fma32_double_rounding_case():
     c = np.float32(1 + 2**-23)
     naive = np.float32(np.float64(a) * np.float64(b) + np.float64(c))
     assert naive == np.float32(1 + 2**-22)
-    assert fma32(a, b, c) == np.float32(1 + 2**-23) == round32(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)))
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    assert fma32(a, b, c) == np.float32(1 + 2**-23) == round32(exact)
 
 
 def ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:

@@ -105,7 +105,8 @@ def rules() -> None:
                     min_p = float(top[-1] / top[0])
                     t, s = torch.from_numpy(x[None]), x[None]
                     pairs = {"top-p": (TopPLogitsWarper(boundary)(None, t), logits_warp.top_p_warp(s, boundary)),
-                             "typical": (TypicalLogitsWarper(boundary)(None, t), truncation_warpers.typical_warp(s, boundary)),
+                             "typical": (TypicalLogitsWarper(boundary)(None, t),
+                                         truncation_warpers.typical_warp(s, boundary)),
                              "epsilon": (EpsilonLogitsWarper(eps)(None, t), truncation_warpers.epsilon_warp(s, eps)),
                              "eta": (EtaLogitsWarper(eps)(None, t), truncation_warpers.eta_warp(s, eps)),
                              "min-p": (min_p_441(t, min_p), truncation_warpers.min_p_warp(s, min_p))}
