@@ -1,4 +1,4 @@
-"""Golden bits of torch's CPU float32 softmax / log_softmax and docs/last-bit.md's kept sets -> tests/golden/softmax.npz.
+"""Golden bits of torch's CPU softmax / log_softmax, and the rows of docs/last-bit.md -> tests/golden/softmax.npz.
 
 Runs in the oracle venv (torch 2.13.0 + transformers 4.38.2); it imports nothing of refdecode::
 
