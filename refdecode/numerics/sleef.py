@@ -84,16 +84,19 @@ _CHUNK = 16384
 
 
 def _fma_update(u: np.ndarray, a: np.ndarray, c, work: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-    """``u = fma32(u, a, c)`` in place, for float64 arrays that hold float32 values (the hot loop of the exp)."""
-    bits, halfway, rounded = work
-    product = u * a  # exact
-    np.add(product, c, out=u)
-    np.bitwise_and(u.view(np.int64), _LOW29, out=bits)
+    """``u = fma32(u, a, c)`` in place: ``u`` float32; ``a``, ``c`` float64 holding float32 values (the hot loop)."""
+    total, bits, halfway = work
+    np.multiply(u, a, out=total)  # exact (u is widened on the fly)
+    np.add(total, c, out=total)  # rounded to float64
+    np.bitwise_and(total.view(np.int64), _LOW29, out=bits)
     np.equal(bits, _HALF29, out=halfway)
     if halfway.any():  # rare: those lanes again, with the error of the float64 addition
-        u[halfway] = _round_sum(product[halfway], np.broadcast_to(c, u.shape)[halfway])
-    np.copyto(rounded, u, casting="unsafe")  # round to float32 ...
-    np.copyto(u, rounded)  # ... and back
+        product = u[halfway].astype(np.float64) * a[halfway]
+        u[halfway] = _round_sum(product, np.broadcast_to(c, u.shape)[halfway])
+        halfway = ~halfway
+        np.copyto(u, total, casting="unsafe", where=halfway)
+    else:
+        np.copyto(u, total, casting="unsafe")  # round to float32
 
 
 def _expf_chunk(d: np.ndarray) -> np.ndarray:
@@ -103,17 +106,15 @@ def _expf_chunk(d: np.ndarray) -> np.ndarray:
         # fma32(q, -L2U, d): L2U has 16 bits and |q| <= 152, so q * L2U and d - q * L2U are exact in
         # float64 (Cody-Waite's split): one rounding, to float32, and no midpoint to watch.
         s = (clamped - q * float(_L2U)).astype(_F32).astype(np.float64)
-        work = (np.empty(d.size, np.int64), np.empty(d.size, bool), np.empty(d.size, _F32))
-        reduced = q * -float(_L2L)  # fma32(q, -L2L, s), in the form u <- u * a + c with a = 1
-        _fma_update(reduced, np.ones_like(s), s, work)
-        s = reduced
-        u = np.full(d.size, float(_EXP_POLY[0]))
+        work = (np.empty(d.size), np.empty(d.size, np.int64), np.empty(d.size, bool))
+        s = _round_sum(q * -float(_L2L), s).astype(np.float64)  # fma32(q, -L2L, s): q * L2L is exact in float64
+        u = np.full(d.size, _EXP_POLY[0])
         for coefficient in _EXP_POLY[1:]:
             _fma_update(u, s, float(coefficient), work)
         _fma_update(u, (s * s).astype(_F32).astype(np.float64), s, work)  # fma32(s * s, u, s)
         # 1 + u, then SLEEF's two scalings by 2^(q >> 1) and 2^(q - (q >> 1)): both exact unless the
         # result is subnormal or overflows, where the second one rounds once, as ldexp does.
-        u = np.ldexp(_F32(1.0) + u.astype(_F32), q.astype(np.int32))
+        u = np.ldexp(_F32(1.0) + u, q.astype(np.int32))
         u[d < -104] = 0.0
         u[d > 100] = np.inf
         return u

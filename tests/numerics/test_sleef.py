@@ -74,3 +74,15 @@ def test_logf_within_one_ulp_and_exact_at_powers_of_two():
     assert got.dtype == np.float32 and ulps(got, np.log(d.astype(np.float64))).max() <= 1.0
     assert sleef_logf(np.array([1.0], np.float32))[0] == 0.0
     assert sleef_logf(np.array([2.0**10], np.float32))[0] == np.float32(10 * math.log(2))
+
+
+def test_the_exp_hot_loop_takes_the_double_rounding_case_too():
+    """The in-place FMA of the exp's polynomial loop, on the case above mixed with ordinary lanes."""
+    from refdecode.numerics.sleef import _fma_update
+
+    u = np.array([2**-12 * (1 + 2**-18), 0.5, 0.25], np.float32)
+    a = np.array([2**-12 * (1 - 2**-18), 3.0, 0.5])
+    c = np.array([1 + 2**-23, 0.125, 1.0])
+    work = (np.empty(3), np.empty(3, np.int64), np.empty(3, bool))
+    _fma_update(u, a, c, work)
+    assert u.tolist() == [np.float32(1 + 2**-23), 1.625, 1.125]
