@@ -142,17 +142,20 @@ def torch_sort(x: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np.
     """
     keys = -x if descending else x  # negation is exact and keeps ties; -(-inf) sorts last, NaN last either way
     indices = np.empty(x.shape, np.int64)
+    values = np.empty_like(x)
     for b, row in enumerate(keys):
         # Speed-up: argsort only the finite entries (after top-k, 50 of GPT-2's 50,257); the rest, all -inf
-        # here, go first in id order (stable). NaN or +inf: sort the whole row.
+        # keys here, go first in id order (stable). NaN or +inf keys: sort the whole row.
         finite = np.isfinite(row)
-        if np.count_nonzero(row == -np.inf) + np.count_nonzero(finite) != row.size:
-            indices[b] = np.argsort(row, kind="stable")
-            continue
         ids = np.flatnonzero(finite)
-        indices[b, : row.size - ids.size] = np.flatnonzero(~finite)
-        indices[b, row.size - ids.size :] = ids[np.argsort(row[ids], kind="stable")]
-    return np.take_along_axis(x, indices, axis=-1), indices
+        rest = row.size - ids.size
+        if rest and np.count_nonzero(row == -np.inf) != rest:
+            indices[b] = np.argsort(row, kind="stable")
+        else:
+            indices[b, :rest] = np.flatnonzero(~finite)
+            indices[b, rest:] = ids[np.argsort(row[ids], kind="stable")]
+        values[b] = x[b, indices[b]]
+    return values, indices
 
 
 def torch_scatter(sorted_mask: np.ndarray, indices: np.ndarray, x: np.ndarray, descending: bool = False) -> np.ndarray:
