@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from refdecode.processors.arguments import (
-    checks_scores,
     check_count,
     check_input_ids,
     check_positive_float,
     check_scores,
     check_vocab_ids,
+    checks_scores,
 )
 from refdecode.validation import eos_list, is_float, is_integer, is_number
 
