@@ -16,9 +16,12 @@ so refdecode computes what torch computes. The kernel (ATen ``SoftMaxKernel.cpp`
    ``l + W/2``, then ``+ W/4``, ... the shuffle-and-add of ``vec_reduce_all``).
 
 W is 16 with AVX-512 (torch's choice on a CPU that has it, ``torch.backends.cpu.get_cpu_capability()``)
-and 8 with AVX2. Verified on this kernel's inputs against torch 2.13.0 and 2.14.1 (docs/last-bit.md
-has the counts and the rows it decides). ``cumsum`` on the CPU accumulates a float32 tensor in
-float64 (``acc_type<float>`` is ``double``) and rounds each prefix to float32: :func:`torch_cumsum`.
+and 8 with AVX2. Sources: ATen's ``SoftMaxKernel.cpp`` and the ``Vectorized<float>`` headers (``exp`` and
+``log`` are SLEEF's ``u10`` functions), SLEEF's ``sleefsimdsp.c`` and ``df.h``; the order of the lane fold
+is the one that gives torch's bits. Verified bit for bit against torch 2.13.0 and 2.14.1 under both
+capabilities (docs/last-bit.md has the counts and the rows it decides). ``cumsum`` on the CPU accumulates
+a float32 tensor in float64 (``acc_type<float>`` is ``double``) and rounds each prefix to float32:
+:func:`torch_cumsum`.
 
 Contract: float32 in, float32 out, same shape; rows may hold ``-inf``; a row that is all ``-inf``
 gives NaN, as torch does. Docs: docs/last-bit.md.
@@ -28,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sleef import sleef_expf, sleef_logf
 from .introsort import torch_order_at_cut
+from .sleef import sleef_expf, sleef_logf
 
 __all__ = ["LANES", "lane_sum", "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter"]
 
@@ -68,6 +71,12 @@ def lane_sum(values: np.ndarray, lanes: int = 16) -> np.ndarray:
     return acc[:, 0]
 
 
+def _lanes(capability: str) -> int:
+    if capability not in LANES:
+        raise ValueError(f"`capability` has to be one of {sorted(LANES)}, but is {capability!r}")
+    return LANES[capability]
+
+
 def _rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype != _F32:
@@ -102,7 +111,7 @@ def torch_softmax(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.nda
     """
     rows = _rows(x)
     _, e = _shifted_exp(rows)
-    total = lane_sum(e, LANES[capability])
+    total = lane_sum(e, _lanes(capability))
     with np.errstate(divide="ignore", invalid="ignore"):
         return (e * (_F32(1.0) / total)[:, None]).reshape(np.shape(x))
 
@@ -115,7 +124,7 @@ def torch_log_softmax(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np
     """
     rows = _rows(x)
     shifted, e = _shifted_exp(rows)
-    total = lane_sum(e, LANES[capability])
+    total = lane_sum(e, _lanes(capability))
     with np.errstate(invalid="ignore"):
         log_total = np.where(total >= 1, sleef_logf(np.where(total >= 1, total, _F32(1))), _F32(np.nan))
         return (shifted - log_total[:, None]).reshape(np.shape(x))

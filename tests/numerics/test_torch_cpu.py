@@ -146,3 +146,8 @@ def test_worked_rows_of_the_docs_keep_what_transformers_keeps(i):
     scores, kept = DATA[f"warp_{i}_scores"], DATA[f"warp_{i}_kept"]
     warp = top_p_warp if case["class"] == "TopPLogitsWarper" else typical_warp
     assert np.array_equal(warp(scores, case["arg"]) == scores, kept), case
+
+
+def test_an_unknown_capability_is_refused():
+    with pytest.raises(ValueError, match="`capability` has to be one of \\['avx2', 'avx512'\\]"):
+        torch_softmax(np.zeros((1, 3), np.float32), "neon")
