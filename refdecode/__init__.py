@@ -15,7 +15,8 @@ config and works out the mode once, builds the lists) -> ``dispatch.py`` (``MODE
 -> the loop; beside it ``generation_config.py`` (every knob), ``generation_rules.py`` (the checks at the door: each
 field, the prompt, the lengths), ``pipeline.py`` (config -> processors, warpers, stopping criteria),
 ``generation_output.py`` (the outputs). The ground floor, imported by all: ``recorder.py`` (how a loop is
-watched), ``validation.py`` (argument checks), ``numerics.py`` (softmax, activations), ``text/files.py`` (the
+watched), ``validation.py`` (argument checks), ``numerics/`` (softmax, activations, and torch's CPU softmax, cumsum and sort order bit for
+bit), ``text/files.py`` (the
 file readers); ``model/stand_ins.py`` holds stand-in models for tests and docs. ``reference/`` is the tooling that checks other implementations (traces, ``diff``,
 ``explain``, the conformance suite); no stage imports it (only this ``__init__``, for ``TraceRecorder``, and
 the CLI do).

@@ -27,8 +27,12 @@ modules added later too:
    ``model/fast/`` imports ``refdecode.model.fast`` except ``model/modeling.py``, which chooses.
 9. **The tooling stays outside:** only the package's ``__init__`` (``TraceRecorder``) and the CLI import
    ``refdecode.reference`` from outside it.
-10. **The ground floor imports nothing of the package but itself:** ``recorder``, ``validation``,
-    ``numerics``, ``text/files`` (the file readers) and ``model/stand_ins`` (the stand-in models).
+10. **The ground floor imports nothing of the package but itself:** ``recorder``, ``validation``, the
+    numerics wing ``numerics/`` (its modules import each other only), ``text/files`` (the file readers) and
+    ``model/stand_ins`` (the stand-in models).
+11. **The numerics come from the wing:** ``processors/`` and ``decoding/`` import float kernels (softmax,
+    torch's softmax, cumsum and sort order) from ``refdecode.numerics``, never from each other: a name the
+    wing exports is imported from the wing only, and no module outside it is named like one of its modules.
 
 Sizes: at most 12 modules at the top of ``refdecode/``; no module over 450 lines; no function
 outside its module's ``__all__`` (a private helper, or a private method) with more than 10 parameters.
@@ -48,8 +52,8 @@ DISPATCHERS = {"refdecode.generate", "refdecode.dispatch", "refdecode.cli"}
 #: The request modules at the top, which no stage below may import.
 REQUEST = {"refdecode.generate", "refdecode.dispatch", "refdecode.pipeline", "refdecode.cli"}
 #: The ground floor: imported by all, importing nothing of the package.
-GROUND = {"refdecode.recorder", "refdecode.validation", "refdecode.numerics", "refdecode.model.stand_ins",
-          "refdecode.text.files"}
+GROUND = {"refdecode.recorder", "refdecode.validation", "refdecode.model.stand_ins",
+          "refdecode.text.files"}  # + the wing, below
 
 
 def module_name(path: Path) -> str:
@@ -63,6 +67,9 @@ def read_modules() -> dict[str, ast.Module]:
 
 
 MODULES = read_modules()
+#: The numerics wing, on the ground floor: ``refdecode/numerics/``.
+WING = {m for m in MODULES if m == "refdecode.numerics" or m.startswith("refdecode.numerics.")}
+GROUND |= WING
 
 
 def is_package(name: str) -> bool:
@@ -254,6 +261,30 @@ def test_only_the_root_and_the_cli_import_the_reference_tooling():
 def test_the_ground_floor_imports_nothing_of_the_package():
     bad = {m: sorted(G[m]) for m in GROUND if G[m] - GROUND}
     assert not bad, bad
+
+
+def test_the_numerics_come_from_the_wing():
+    wing_names = set().union(*(exported(m) for m in WING))
+    assert {"softmax", "torch_softmax", "torch_cumsum", "torch_cpu_sort_order"} <= wing_names  # the rule can fail
+    bad = []
+    for name, tree in MODULES.items():
+        if not (under(name, "refdecode.processors") or under(name, "refdecode.decoding")):
+            continue  # (the engine profiles of refdecode.reference model other engines' softmax on purpose)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = resolve(name, node.level, node.module)
+                bad += [f"{name}:{node.lineno} imports {alias.name} from {target}" for alias in node.names
+                        if target.startswith("refdecode") and target not in WING and alias.name in wing_names]
+    wing_files = {m.rsplit(".", 1)[-1] for m in WING}
+    bad += [f"{m} is named like a module of the wing" for m in MODULES
+            if m not in WING and m.rsplit(".", 1)[-1] in wing_files]
+    assert not bad, "\n".join(bad)
+
+
+def test_processors_and_decoding_use_the_wing():
+    """The rule above is not vacuous: the warpers and the beam step do import the wing."""
+    assert "refdecode.numerics" in G["refdecode.processors.logits_warp"]
+    assert "refdecode.numerics" in G["refdecode.decoding.beam.beam_search"]
 
 
 # ---- sizes

@@ -11,9 +11,8 @@
 - ``guidance.py``: classifier-free guidance (runs a model it is given);
 - ``exponential_decay.py``: the exponentially growing eos bonus (``exponential_decay_length_penalty``);
 - ``score_cleanup.py``: NaN/inf removal and log-softmax renormalisation;
-- ``torch_sort.py``: ``torch.sort``'s CPU order on ties (libstdc++'s introsort), for the warpers and beam
-  loops that sort as transformers does;
-- ``arguments.py``: the checks of their arguments.
+- ``arguments.py``: the checks of their arguments (and the decorator that runs them before a rule).
 
-The order ``generate`` builds them in is :mod:`refdecode.pipeline`. Processors never import decoding.
+The order ``generate`` builds them in is :mod:`refdecode.pipeline`. Processors never import decoding; the
+float details of the rules (torch's softmax, cumsum and sort order) come from :mod:`refdecode.numerics`.
 """

@@ -5,18 +5,25 @@ normalised (a Python int or float, the array itself) or raises a ``ValueError`` 
 the parameter, the allowed range and the value received (a ValueError for a wrong type too, where
 transformers raises one). Shared by the modules of :mod:`refdecode.processors`; the checks that
 ``GenerationConfig`` needs as well (token ids, id sequences) are in :mod:`refdecode.validation`.
+
+A rule's pure function (``top_p_warp(scores, top_p, ...)``) opens with its algorithm, as transformers'
+``__call__`` does: the check of ``scores`` stands above the ``def`` as the decorator :func:`checks_scores`,
+and the classes check their ``__init__`` arguments with the functions below.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from ..validation import is_float, is_integer, is_number
 
-__all__ = ["check_count", "check_positive_float", "check_scores", "check_input_ids", "check_vocab_ids",
-           "check_filter_value"]
+__all__ = ["check_count", "check_positive_float", "check_scores", "checks_scores", "check_input_ids",
+           "check_vocab_ids", "check_filter_value"]
+
+Rule = TypeVar("Rule", bound=Callable[..., np.ndarray])
 
 #: How check_count names the range ``value >= minimum``, as transformers' messages do.
 _AT_LEAST = {0: "a non-negative integer", 1: "a strictly positive integer (>= 1)",
@@ -48,6 +55,32 @@ def check_scores(scores: Any) -> np.ndarray:
     if scores.ndim != 2:
         raise ValueError(f"`scores` has to have shape (batch, vocab), but has shape {scores.shape}")
     return scores
+
+
+def checks_scores(rule: Rule) -> Rule:
+    """Decorator: :func:`check_scores` on a rule's first argument before the rule runs.
+
+    The door check is not part of the rule, so it stands above the ``def`` and the body reads like
+    transformers' ``__call__``::
+
+        @checks_scores
+        def top_p_warp(scores, top_p, filter_value=-inf, min_tokens_to_keep=1):
+            sorted_logits, sorted_indices = torch_sort(scores)   # the rule, from its first line
+            ...
+
+    ``functools.wraps`` keeps the rule's name, docstring (and so its doctests) and signature.
+
+    >>> rule = checks_scores(lambda scores: scores)
+    >>> rule(np.zeros((1, 2)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    TypeError: `scores` has to be a float32 numpy array of shape (batch, vocab), but is float64: ...
+    """
+
+    @functools.wraps(rule)
+    def checked(scores, *args, **kwargs):
+        return rule(check_scores(scores), *args, **kwargs)
+
+    return checked  # type: ignore[return-value]
 
 
 def check_input_ids(input_ids: Any, batch: int) -> np.ndarray:

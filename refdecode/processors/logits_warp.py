@@ -27,7 +27,7 @@ Tie rule: transformers' :func:`top_p_warp` sorts as ``torch.sort`` does on the C
 to 16 entries (tied tokens in id order: among tied tokens straddling the cut the LOWER ids come first and
 are dropped first; ``[[0, 0, 0, 0]]`` with ``top_p=0.5`` keeps ids {2, 3}, as transformers 4.38.2 does;
 ``top_p=0`` on a tied maximum keeps the highest tied id, not ``argmax``'s); above 16, torch's order is
-libstdc++'s introsort's, which refdecode reproduces (:mod:`refdecode.processors.torch_sort`; 17 zeros and
+libstdc++'s introsort's, which refdecode reproduces (:mod:`refdecode.numerics.introsort`; 17 zeros and
 ``top_p=0.5`` keep ids 0-7 and 9). llama's and the sampling note's rules sort descending with a stable
 sort (:func:`rank_descending`), so there the lower ids are kept. Top-k has no such ambiguity: it keeps
 every token whose score ties with the k-th largest.
@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import softmax
+from ..numerics import softmax, torch_cumsum, torch_scatter, torch_softmax, torch_sort
 from ..validation import is_float, is_number, warn
-from .arguments import check_count, check_filter_value, check_positive_float, check_scores
+from .arguments import check_count, check_filter_value, check_positive_float, check_scores, checks_scores
 from .logits_process import LogitsProcessor
-from .torch_sort import torch_order_at_cut
 
 __all__ = [
     "top_k_top_p_filtering",
@@ -119,6 +118,7 @@ def top_k_warp(
     return np.where(scores < kth_largest, np.float32(filter_value), scores)
 
 
+@checks_scores
 def top_p_warp(
     scores: np.ndarray, top_p: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1
 ) -> np.ndarray:
@@ -134,12 +134,10 @@ def top_p_warp(
     ``top_p`` exactly is dropped. ``top_p = 1`` removes only zero-probability tokens (``-inf`` or
     underflowed ``exp``); ``top_p = 0`` keeps exactly ``min_tokens_to_keep`` tokens.
 
-    Float details matched to torch on CPU: the threshold is ``float32(1 - top_p)``; ``cumsum``
-    accumulates in float64 and rounds each prefix to float32 (torch's CPU ``cumsum`` uses a double
-    accumulator). Ties: ``torch.sort``'s CPU order: for rows of up to 16 entries a stable ascending
-    sort (among tied tokens straddling the cut the lower ids come first and are dropped first); above,
-    the tie group the cut splits is put in the order libstdc++'s introsort leaves it
-    (:func:`~refdecode.processors.torch_sort.torch_order_at_cut`).
+    The float details are torch's on the CPU, from the numerics wing (docs/last-bit.md): ``torch_softmax``
+    (bit for bit: on round probabilities the cumulative sum lands exactly on the threshold, and its last
+    bit decides), ``torch_cumsum`` (float64 accumulator), ``torch_sort`` / ``torch_scatter`` (ties in
+    torch's CPU order where the cut splits them); the threshold is ``float32(1 - top_p)``.
 
     transformers 4.38.2 ``TopPLogitsWarper``; the 4.26 walkthrough, "TopPLogitsWarper".
 
@@ -173,31 +171,14 @@ def top_p_warp(
     >>> kept(top_p_warp(np.zeros((1, 17), dtype=np.float32), 0.5))
     array([0, 1, 2, 3, 4, 5, 6, 7, 9])
     """
-    batch, vocab = check_scores(scores).shape
-    threshold = np.float32(1.0 - top_p)
-    out = np.full_like(scores, np.float32(filter_value))  # (B, V): every token removed until kept below
-    for b, row in enumerate(scores):
-        # Speed-up, exact: a -inf score has probability 0, so it sorts first (ascending) with cumulative mass
-        # 0 <= 1 - top_p and is removed whatever the other scores are. After top-k (on by default) 50 of
-        # GPT-2's 50257 scores are finite, so only those are sorted (1.3 ms -> 0.1 ms per row). Sorting
-        # everything is needed when that picture fails: NaN or +inf, top_p > 1 or NaN (threshold < 0), or
-        # fewer finite scores than min_tokens_to_keep (the kept -inf tokens must be the right ones).
-        ids = np.flatnonzero(np.isfinite(row))  # (n,) ascending token ids
-        if not (top_p <= 1.0 and ids.size >= max(min_tokens_to_keep, 1)
-                and ids.size + np.count_nonzero(row == -np.inf) == vocab):
-            ids = np.arange(vocab)
-        n = ids.size
-        order = ids[np.argsort(row[ids], kind="stable")]  # (n,) ascending; ties: lower id first, as torch
-        ascending = np.full(vocab, -np.inf, dtype=np.float32)  # (V,) the whole row sorted: the left-out
-        ascending[vocab - n :] = row[order]  # -inf first, so softmax sums the same length-V row, bit for bit
-        probs = softmax(ascending)[vocab - n :]  # (n,)
-        cumulative = np.cumsum(probs, dtype=np.float64).astype(np.float32)  # the left-out zeros add 0.0
-        keep = ~(cumulative <= threshold)  # NaN mass removes nothing
-        keep[max(n - min_tokens_to_keep, 0) :] = True  # the most probable m always stay
-        for cut in np.flatnonzero(keep[1:] != keep[:-1]).tolist():  # where removed meets kept (once)
-            torch_order_at_cut(row, order, cut + 1)  # tied tokens on both sides: torch's sort chooses
-        out[b, order[keep]] = row[order[keep]]  # sorted order -> token order
-    return out
+    sorted_logits, sorted_indices = torch_sort(scores, descending=False)
+    cumulative_probs = torch_cumsum(torch_softmax(sorted_logits))
+    # Remove tokens with cumulative top_p above the threshold (token with 0 are kept)
+    sorted_indices_to_remove = cumulative_probs <= np.float32(1.0 - top_p)
+    # Keep at least min_tokens_to_keep
+    sorted_indices_to_remove[..., -min_tokens_to_keep:] = False
+    indices_to_remove = torch_scatter(sorted_indices_to_remove, sorted_indices, scores)  # sorted -> token order
+    return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 
 def llama_top_p_probs(probs: np.ndarray, p: float) -> np.ndarray:

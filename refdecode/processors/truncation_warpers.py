@@ -19,11 +19,9 @@ which ``generate`` builds them (transformers' ``_get_logits_warper``; min-p from
 
     Temperature -> TopK -> TopP -> MinP -> Typical -> Epsilon -> Eta -> LogitNormalization
 
-Ties: typical sorts ascending and min-p descending in ``torch.sort``'s CPU order: stable (equal keys
-in token-id order) for rows of up to 16 entries, libstdc++'s introsort's order above, reproduced by
-:mod:`refdecode.processors.torch_sort` where it decides the output: for the tie group that straddles
-the ``min_tokens_to_keep`` cut (see docs/top-p.md, "Ties beyond 16 entries"). Epsilon and eta compare
-values only.
+The float details (torch's softmax bit for bit, ``cumsum``'s float64 accumulator, the tie order of
+``torch.sort`` on the CPU where a cut splits a tie group) come from :mod:`refdecode.numerics`, so the
+bodies below read as transformers' ``__call__`` do.
 
 Docs: docs/entropy-sampling.md.
 """
@@ -32,11 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .logits_warp import LogitsWarper
-from .torch_sort import torch_order_at_cut
-from ..numerics import log_softmax, softmax
-from .arguments import check_filter_value, check_scores
+from ..numerics import torch_cumsum, torch_log_softmax, torch_scatter, torch_softmax, torch_sort
 from ..validation import is_integer, is_number
+from .arguments import check_filter_value, checks_scores
+from .logits_warp import LogitsWarper
 
 __all__ = [
     "typical_warp",
@@ -54,20 +51,15 @@ __all__ = [
 # Pure functions: scores -> new scores
 
 
-def _entropy(logp: np.ndarray) -> np.ndarray:
-    r""":math:`H = -\sum_v p_v \log p_v` per row, float32 (B, V) log-probs -> (B, 1); ``-inf`` tokens add 0."""
-    with np.errstate(invalid="ignore"):  # -inf * 0 = nan: dropped by nansum, as torch's nansum does
-        return -np.nansum(logp * np.exp(logp), axis=-1, keepdims=True)
+def _nansum(x: np.ndarray) -> np.ndarray:
+    """``x.nansum(-1, keepdim=True)``: NaN (``-inf * 0``, a removed token) counts as 0; (B, V) -> (B, 1)."""
+    return np.nansum(x, axis=-1, keepdims=True)
 
 
-def _keep_top(scores: np.ndarray, remove: np.ndarray, m: int) -> np.ndarray:
-    """``remove`` (B, V) minus the ``m`` highest scores of each row (ties with the m-th are kept too)."""
-    vocab = scores.shape[-1]
-    k = min(m, vocab)
-    kth = np.partition(scores, vocab - k, axis=-1)[:, vocab - k : vocab - k + 1]  # (B, 1) k-th largest
-    return remove & (scores < kth)
+_FLOAT32_MIN = float(np.finfo(np.float32).min)
 
 
+@checks_scores
 def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("inf"),
                  min_tokens_to_keep: int = 1) -> np.ndarray:
     r"""Locally typical sampling: keep the tokens whose surprisal is closest to the entropy.
@@ -80,36 +72,32 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     ``min_tokens_to_keep`` of the sorted order. The most probable token can be dropped (when
     it is far more probable than typical).
 
-    transformers 4.38.2 ``TypicalLogitsWarper``. The cumulative sum accumulates in float64 and
-    rounds to float32, like torch's CPU ``cumsum``; ``mass`` is compared as float32. Ties in
-    :math:`d`: "the first ``min_tokens_to_keep``" are those of torch's CPU sort (stable up to 16
-    entries; above, the tie group across that cut is put in torch's order). The order of other tied
-    tokens is not reproduced: a tie group with one score is kept or removed whole, and tokens with
-    different scores but equal :math:`d` change only the summation order of the softmax and the
-    cumulative sum, whose float32 rounding refdecode does not reproduce bit for bit on long rows
-    anyway (its softmax sums in NumPy's order, not torch's).
+    transformers 4.38.2 ``TypicalLogitsWarper``, line for line. The float details come from the numerics
+    wing (docs/last-bit.md): torch's log_softmax and softmax bit for bit, ``cumsum`` with a float64
+    accumulator, ``mass`` compared as float32, and torch's CPU order for the tie group the
+    ``min_tokens_to_keep`` cut splits. Not reproduced: the last bit of the entropy (``torch.exp`` is MKL's
+    ``vsExp`` and ``nansum`` a cascade of vector sums; NumPy's ``exp`` and ``nansum`` stand in), which
+    changed the kept set on 3 of 3,000 textbook rows against transformers 4.38.2 (docs/last-bit.md).
 
     >>> s = np.log(np.array([[0.5, 0.25, 0.15, 0.1]], dtype=np.float32))   # H = 1.21 nats
     >>> typical_warp(s, 0.5)              # d = [0.52, 0.18, 0.69, 1.09]: token 1, then 0 (mass 0.75)
     array([[-0.6931472, -1.3862944,       -inf,       -inf]], dtype=float32)
     """
-    vocab = check_scores(scores).shape[1]
-    logp = log_softmax(scores)
-    distance = np.abs(-logp - _entropy(logp))  # (B, V)
-    order = np.argsort(distance, axis=-1, kind="stable")  # ascending; NaN (all -inf row) last
-    for b in range(order.shape[0]):  # tied tokens across the min_tokens_to_keep cut: torch's sort chooses
-        torch_order_at_cut(distance[b], order[b], min_tokens_to_keep)
-    sorted_distance = np.take_along_axis(distance, order, axis=-1)
-    probs = softmax(np.take_along_axis(scores, order, axis=-1))
-    cumulative = np.cumsum(probs, axis=-1, dtype=np.float64).astype(np.float32)
-    last = np.minimum((cumulative < np.float32(mass)).sum(axis=-1), vocab - 1)  # (B,)
-    remove_sorted = sorted_distance > sorted_distance[np.arange(len(last)), last][:, None]
-    remove_sorted[:, :min_tokens_to_keep] = False
-    remove = np.empty_like(remove_sorted)
-    np.put_along_axis(remove, order, remove_sorted, axis=-1)  # sorted order -> token order
-    return np.where(remove, np.float32(filter_value), scores)
+    normalized = torch_log_softmax(scores)
+    with np.errstate(invalid="ignore"):  # -inf * 0 = NaN for removed tokens: nansum skips them, as torch's does
+        ent = -_nansum(normalized * np.exp(normalized))  # entropy, (B, 1)
+    shifted_scores = np.abs(-normalized - ent)
+    sorted_scores, sorted_indices = torch_sort(shifted_scores, descending=False)
+    sorted_logits = np.take_along_axis(scores, sorted_indices, axis=-1)
+    cumulative_probs = torch_cumsum(torch_softmax(sorted_logits))
+    last_ind = np.minimum((cumulative_probs < np.float32(mass)).sum(axis=-1), sorted_scores.shape[-1] - 1)
+    sorted_indices_to_remove = sorted_scores > np.take_along_axis(sorted_scores, last_ind[:, None], axis=-1)
+    sorted_indices_to_remove[..., :min_tokens_to_keep] = False
+    indices_to_remove = torch_scatter(sorted_indices_to_remove, sorted_indices, shifted_scores)
+    return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 
+@checks_scores
 def epsilon_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("inf"),
                  min_tokens_to_keep: int = 1) -> np.ndarray:
     r"""Epsilon sampling: remove every token with :math:`p_v < \epsilon`, except the
@@ -123,11 +111,15 @@ def epsilon_warp(scores: np.ndarray, epsilon: float, filter_value: float = -floa
     >>> np.isfinite(epsilon_warp(s, 0.9, min_tokens_to_keep=2))   # none reach 0.9: the best 2 stay
     array([[ True,  True, False, False]])
     """
-    check_scores(scores)
-    remove = _keep_top(scores, softmax(scores) < np.float32(epsilon), min_tokens_to_keep)
-    return np.where(remove, np.float32(filter_value), scores)
+    probabilities = torch_softmax(scores)
+    indices_to_remove = probabilities < np.float32(epsilon)
+    # Keep the words with the 'min_tokens_to_keep'-highest probabilities
+    top_k = min(min_tokens_to_keep, scores.shape[-1])
+    indices_to_remove &= scores < np.partition(scores, -top_k, axis=-1)[..., -top_k, None]  # torch.topk's k-th
+    return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 
+@checks_scores
 def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("inf"),
              min_tokens_to_keep: int = 1) -> np.ndarray:
     r"""Eta sampling: epsilon sampling with a cutoff that adapts to the entropy :math:`H` of the row.
@@ -146,17 +138,21 @@ def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("i
     >>> np.isfinite(eta_warp(s, 0.1))
     array([[ True,  True, False, False]])
     """
-    if not (np.isfinite(check_scores(scores)).any(axis=-1) & ~np.isnan(scores).any(axis=-1)).all():
+    if not (np.isfinite(scores).any(axis=-1) & ~np.isnan(scores).any(axis=-1)).all():
         raise ValueError("eta sampling needs a distribution in every row, but `scores` has a row that is all -inf "
                          "or holds NaN (torch's Categorical refuses it too)")
-    logp = np.maximum(log_softmax(scores), np.finfo(np.float32).min)  # Categorical clamps -inf
-    entropy = -np.sum(logp * np.exp(logp), axis=-1, keepdims=True)  # (B, 1)
+    probabilities = torch_softmax(scores)
+    logits = np.maximum(torch_log_softmax(scores), _FLOAT32_MIN)  # Categorical(logits=scores), clamped
+    entropy = -(logits * torch_softmax(logits)).sum(axis=-1, keepdims=True)  # Categorical(...).entropy(), (B, 1)
     eps = np.float32(epsilon)
     eta = np.minimum(eps, np.sqrt(eps) * np.exp(-entropy))
-    remove = _keep_top(scores, softmax(scores) < eta, min_tokens_to_keep)
-    return np.where(remove, np.float32(filter_value), scores)
+    indices_to_remove = probabilities < eta
+    top_k = min(min_tokens_to_keep, scores.shape[-1])
+    indices_to_remove &= scores < np.partition(scores, -top_k, axis=-1)[..., -top_k, None]  # torch.topk's k-th
+    return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 
+@checks_scores
 def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("inf"),
                min_tokens_to_keep: int = 1) -> np.ndarray:
     r"""Min-p sampling: keep the tokens at least ``min_p`` times as probable as the best one.
@@ -165,7 +161,7 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
 
     except the first ``min_tokens_to_keep`` tokens in descending score order (``torch.argsort``'s order:
     among equal scores the lower id comes first in rows of up to 16 entries; above, the tied tokens
-    across the cut are the ones torch's CPU sort puts first, :mod:`refdecode.processors.torch_sort`).
+    across the cut are the ones torch's CPU sort puts first, :mod:`refdecode.numerics.introsort`).
     ``min_p = 0`` removes nothing, ``min_p = 1`` keeps only the tokens tied with the best.
 
     transformers **4.41** ``MinPLogitsWarper`` (newer than the pinned 4.38.2; golden-checked
@@ -175,14 +171,14 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
     >>> np.isfinite(min_p_warp(s, 0.2))          # threshold 0.1: 0.08 goes
     array([[ True,  True,  True, False]])
     """
-    check_scores(scores)
-    probs = softmax(scores)
-    remove = probs < np.float32(min_p) * probs.max(axis=-1, keepdims=True)  # (B, V)
-    order = np.argsort(-scores, axis=-1, kind="stable")  # (B, V) descending; ties: lower id first
-    for b in range(order.shape[0]):  # tied tokens across the min_tokens_to_keep cut: torch's argsort chooses
-        torch_order_at_cut(scores[b], order[b], min_tokens_to_keep, descending=True)
-    np.put_along_axis(remove, order[:, :min_tokens_to_keep], False, axis=-1)  # the m best
-    return np.where(remove, np.float32(filter_value), scores)
+    probs = torch_softmax(scores)
+    top_probs = probs.max(axis=-1, keepdims=True)
+    tokens_to_remove = probs < np.float32(min_p) * top_probs
+    sorted_scores, sorted_indices = torch_sort(scores, descending=True)  # torch.argsort(scores, descending=True)
+    sorted_indices_to_remove = np.take_along_axis(tokens_to_remove, sorted_indices, axis=-1)
+    sorted_indices_to_remove[..., :min_tokens_to_keep] = False
+    indices_to_remove = torch_scatter(sorted_indices_to_remove, sorted_indices, scores, descending=True)
+    return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from refdecode.processors.arguments import (
     check_positive_float,
     check_scores,
     check_vocab_ids,
+    checks_scores,
 )
 from refdecode.generation_rules import eos_list
 from refdecode.validation import is_float, is_integer, is_number
@@ -58,3 +59,28 @@ def test_array_checks():
     assert eos_list(np.int64(3)) == [3] and eos_list((1, 2)) == [1, 2]
     with pytest.raises(ValueError, match="`eos_token_id`"):
         eos_list([1, -2])
+
+
+def test_checks_scores_guards_a_rule_and_keeps_its_face():
+    """The decorator checks ``scores`` before the rule's first line and keeps its name, doc and signature."""
+    import inspect
+
+    from refdecode.processors.logits_warp import top_p_warp
+
+    calls = []
+
+    @checks_scores
+    def rule(scores, p, filter_value=-1.0):
+        """A rule."""
+        calls.append(p)
+        return scores
+
+    with pytest.raises(TypeError, match="`scores`.*float32"):
+        rule(np.zeros((1, 2)), 0.5)
+    assert calls == []
+    assert rule(np.zeros((1, 2), np.float32), 0.5).shape == (1, 2) and calls == [0.5]
+    assert rule.__name__ == "rule" and rule.__doc__ == "A rule."
+    assert list(inspect.signature(rule).parameters) == ["scores", "p", "filter_value"]
+    assert list(inspect.signature(top_p_warp).parameters)[:2] == ["scores", "top_p"]
+    with pytest.raises(ValueError, match="`scores`.*shape"):
+        top_p_warp(np.zeros(3, np.float32), 0.5)

@@ -26,7 +26,7 @@ from refdecode.processors.logits_warp import (
     top_p_warp,
 )
 from refdecode.numerics import softmax
-from refdecode.processors.torch_sort import sort_keys, std_sort_literal
+from refdecode.numerics.introsort import sort_keys, std_sort_literal
 
 WARPERS = ("TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper")
 

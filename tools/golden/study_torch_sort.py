@@ -12,7 +12,7 @@ and 2-D, ascending and descending, it records ``torch.sort(x).indices`` (``--out
 none) and counts the rows where torch's order equals
 
 - a stable sort (``np.argsort(kind="stable")``): what refdecode assumed before;
-- ``refdecode.processors.torch_sort.torch_cpu_sort_order`` (libstdc++'s ``std::sort``, reproduced);
+- ``refdecode.numerics.introsort.torch_cpu_sort_order`` (libstdc++'s ``std::sort``, reproduced);
 - ``std_sort_literal`` (the same algorithm transliterated line by line, pure Python; rows up to 5,000).
 
 It also re-runs itself under ``ATEN_CPU_CAPABILITY=default|avx2|avx512`` and with 1 and 2 threads and
@@ -32,7 +32,7 @@ import time
 import numpy as np
 import torch
 
-from refdecode.processors.torch_sort import sort_keys, std_sort_literal, torch_cpu_sort_order
+from refdecode.numerics.introsort import sort_keys, std_sort_literal, torch_cpu_sort_order
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_torch_sort_golden import adversary  # noqa: E402

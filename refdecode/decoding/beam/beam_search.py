@@ -25,7 +25,10 @@ step (not :math:`c`).
   000, applied it after), then 2K distinct candidates are drawn from
   :math:`\mathrm{softmax}_{k,v}(c_{b,k,v})` without replacement and sorted by :math:`c`,
   descending (ties: ``torch.sort``'s CPU order: draw order for 2K <= 16, libstdc++'s introsort order
-  above, :mod:`refdecode.processors.torch_sort`). Always 2K, whatever the number of eos ids.
+  above, :mod:`refdecode.numerics.introsort`). Always 2K, whatever the number of eos ids.
+
+The log-probabilities are torch's CPU ``log_softmax`` bit for bit and beam sample draws from torch's
+``softmax`` (:mod:`refdecode.numerics`, docs/last-bit.md), so candidates that tie in float32 tie here too.
 
 Docs: docs/beam-search.md (with the scorer, length penalty and early stopping) and docs/beam-sample.md.
 """
@@ -38,9 +41,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...generation_output import GenerateBeamDecoderOnlyOutput
-from ...numerics import log_softmax, softmax
+from ...numerics import torch_log_softmax, torch_softmax
 from ...processors.logits_process import LogitsProcessorList
-from ...processors.torch_sort import torch_cpu_sort_order
+from ...numerics.introsort import torch_cpu_sort_order
 from ...recorder import NO_TRACE, Recorder
 from ..loop import check_no_nan, collect, decode_step, loop_defaults, model_capacity, prefill, step_records
 from ..randomness import checked_draw, make_rng, multinomial
@@ -97,7 +100,8 @@ def beam_search(model: Any, input_ids: np.ndarray, beam_scorer: BeamSearchScorer
     while True:
         recorder.step(input_ids)
         # 2) processors (then warpers, beam sample) on the log-probabilities of the step (B*K, V)
-        processed = logits_processor(input_ids, recorder.stage("log_softmax", log_softmax(logits)), recorder=recorder)
+        next_token_scores = recorder.stage("log_softmax", torch_log_softmax(logits))  # torch's, bit for bit
+        processed = logits_processor(input_ids, next_token_scores, recorder=recorder)
         processed = logits_warper(input_ids, processed, recorder=recorder)
         check_no_nan(processed, input_ids.shape[1], model, logits)
         scores, raw_logits = collect(scores, processed), collect(raw_logits, logits)
@@ -124,7 +128,7 @@ def sample_candidates(total: np.ndarray, n: int, draw: Callable[..., np.ndarray]
     """
     batch, beams, vocab = total.shape
     flat = total.reshape(batch, beams * vocab)                          # (B, K, V) -> (B, K*V)
-    drawn = checked_draw(draw, softmax(flat), n, False, rng)  # (B, n) flat indices
+    drawn = checked_draw(draw, torch_softmax(flat), n, False, rng)  # (B, n) flat indices
     drawn_scores = np.take_along_axis(flat, drawn, axis=1)              # (B, n)
     order = torch_cpu_sort_order(drawn_scores, descending=True)         # (B, n) torch's order on ties
     drawn = np.take_along_axis(drawn, order, axis=1)

@@ -25,7 +25,7 @@ allocation", arXiv:1804.06609), as transformers 4.38.2 implements it:
 Tie rules (torch leaves them unspecified): the 2K candidates as beam search (lower ``k*V + v``
 first); the bank sort is ``torch.sort(descending=True)``'s CPU order: stable (earlier candidate
 first: top-k ones, then forced ones in the order proposed) for up to 16 candidates, libstdc++'s
-introsort order above (:mod:`refdecode.processors.torch_sort`); the round-robin uses a stable sort
+introsort order above (:mod:`refdecode.numerics.introsort`); the round-robin uses a stable sort
 as transformers (``np.argsort(kind="mergesort")``).
 
 transformers quirks reproduced: ``finalize`` adds **every** running beam that misses a constraint
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ...generation_rules import eos_list
-from ...processors.torch_sort import torch_cpu_sort_order
+from ...numerics.introsort import torch_cpu_sort_order
 from .beam_scorer import BeamHypotheses, pad_hypotheses, split_candidates
 from .constraints import Constraint, ConstraintListState
 

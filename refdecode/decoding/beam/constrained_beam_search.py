@@ -26,7 +26,7 @@ from ..loop import check_no_nan, collect, decode_step, loop_defaults, model_capa
 from .bookkeeping import BeamRun, check_beam_rows, finish_beams, follow_beams, top_candidates
 from .constrained_beam_scorer import ConstrainedBeamSearchScorer
 from ...generation_output import GenerateBeamDecoderOnlyOutput
-from ...numerics import log_softmax
+from ...numerics import torch_log_softmax
 
 __all__ = ["constrained_beam_search"]
 
@@ -69,7 +69,8 @@ def constrained_beam_search(model: Any, input_ids: np.ndarray, constrained_beam_
     while True:
         recorder.step(input_ids)
         # 2) processors on the log-probabilities, plus the running scores: every token's total (B*K, V)
-        processed = logits_processor(input_ids, recorder.stage("log_softmax", log_softmax(logits)), recorder=recorder)
+        next_token_scores = recorder.stage("log_softmax", torch_log_softmax(logits))  # torch's, bit for bit
+        processed = logits_processor(input_ids, next_token_scores, recorder=recorder)
         check_no_nan(processed, input_ids.shape[1], model, logits)
         all_vocab = recorder.stage("scores_for_all_vocab", processed + beam_scores.reshape(-1, 1))  # (B*K, V)
         scores, raw_logits = collect(scores, all_vocab), collect(raw_logits, logits)  # 4.38.2 records the totals

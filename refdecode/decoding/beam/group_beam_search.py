@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...numerics import log_softmax
+from ...numerics import torch_log_softmax
 from ...recorder import NO_TRACE, Recorder
 from ..loop import check_no_nan, collect, decode_step, loop_defaults, model_capacity, prefill, step_records
 from .beam_scorer import BeamSearchScorer
@@ -79,7 +79,7 @@ def group_step(run: BeamRun, group: int, logits: np.ndarray, input_ids: np.ndarr
     group_ids = input_ids[rows]                                    # (B*g, T)
     recorder.step(group_ids, group=group, rows=rows)
     # 2) processors on the group's log-probs, told which tokens earlier groups chose this step
-    processed = logits_processor(group_ids, recorder.stage("log_softmax", log_softmax(logits[rows])),
+    processed = logits_processor(group_ids, recorder.stage("log_softmax", torch_log_softmax(logits[rows])),
                                  current_tokens=current_tokens, beam_group_idx=group, recorder=recorder)
     check_no_nan(processed, input_ids.shape[1], logits=logits[rows])
     # 3) selection: top candidates among the group's g*V continuations of each prompt, (B, C) each

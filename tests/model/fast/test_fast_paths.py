@@ -91,7 +91,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from refdecode.processors.logits_warp import TopPLogitsWarper, top_k_warp, top_p_warp  # noqa: E402
 from refdecode.numerics import softmax  # noqa: E402
-from refdecode.processors.torch_sort import torch_cpu_sort_order  # noqa: E402
+from refdecode.numerics.introsort import torch_cpu_sort_order  # noqa: E402
 
 
 def top_p_full_sort(scores, top_p, filter_value=-np.inf, min_tokens_to_keep=1):

@@ -1,4 +1,4 @@
-"""torch's CPU sort order on ties, reproduced: refdecode/processors/torch_sort.py.
+"""torch's CPU sort order on ties, reproduced: refdecode/numerics/introsort.py.
 
 Golden: tests/golden/torch_sort.npz, made by tools/golden/make_torch_sort_golden.py from torch 2.13.0 and
 transformers 4.38.2 (the command to regenerate is in the file's ``meta``). It holds torch.sort's indices on
@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from refdecode.processors import logits_warp, truncation_warpers
+from refdecode.numerics import torch_cpu
 from refdecode.processors.logits_warp import TopPLogitsWarper
-from refdecode.processors.torch_sort import (
+from refdecode.numerics.introsort import (
     sort_keys,
     std_sort_literal,
     torch_cpu_reorder,
@@ -108,8 +108,7 @@ def test_warper_goldens_need_torch_order(monkeypatch):
     sensitive = [c for c in META["warp"] if c["permutation_sensitive"]]
     assert len(sensitive) >= 20
     assert {c["class"] for c in sensitive} == set(WARPERS)
-    monkeypatch.setattr(logits_warp, "torch_order_at_cut", lambda *a, **k: None)
-    monkeypatch.setattr(truncation_warpers, "torch_order_at_cut", lambda *a, **k: None)
+    monkeypatch.setattr(torch_cpu, "torch_order_at_cut", lambda *a, **k: None)  # torch_scatter's tie repair
     failed = 0
     for case in sensitive:
         try:
@@ -167,7 +166,7 @@ def test_heapsort_fallback_is_reproduced():
     both go through the heapsort there and give torch's order (checked above); here: the depth limit is hit."""
     adversary = [c for c in META["sort"] if c["family"] == "heapsort_adversary"]
     assert len(adversary) == 3
-    from refdecode.processors import torch_sort
+    from refdecode.numerics import introsort as torch_sort
 
     calls = []
     original = torch_sort._heapsort_py

@@ -1,4 +1,4 @@
-r"""Float32 numerics shared by the model and the search code: softmax, log_softmax, activations.
+r"""Plain NumPy float32 numerics shared by the model and the search code: softmax, log_softmax, activations.
 
 Contract: every function takes a float32 array and returns a float32 array of the same shape;
 nothing here promotes to float64 (NumPy 2 turns ``float32_array * np.float64(x)`` into float64,

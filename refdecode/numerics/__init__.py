@@ -1,0 +1,21 @@
+"""The numerics wing: float32 arithmetic, plain and torch-exact, for everything above it (the ground floor).
+
+- ``plain.py``: NumPy's softmax, log_softmax and the activations (the model's numerics; what a reader
+  expects ``softmax`` to be);
+- ``torch_cpu.py``: torch 2.x's CPU ``softmax``, ``log_softmax`` and ``cumsum`` bit for bit (the lane
+  order of its vector kernels), for the rules whose kept set the last bit decides;
+- ``sleef.py``: the SLEEF ``expf`` / ``logf`` those kernels call, and an exact float32 FMA;
+- ``introsort.py``: ``torch.sort``'s CPU order on ties (libstdc++'s introsort).
+
+Nothing here imports the rest of the package. Docs: docs/last-bit.md.
+"""
+
+from .plain import ACT2FN, gelu, gelu_new, log_softmax, relu, softmax
+from .torch_cpu import torch_cumsum, torch_log_softmax, torch_scatter, torch_softmax, torch_sort
+from .introsort import torch_cpu_sort_order, torch_order_at_cut
+
+__all__ = [
+    "softmax", "log_softmax", "gelu_new", "gelu", "relu", "ACT2FN",
+    "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter",
+    "torch_cpu_sort_order", "torch_order_at_cut",
+]

@@ -1,0 +1,166 @@
+r"""SLEEF's single-precision ``expf`` (u10) and ``logf`` (u1), bit for bit, in vectorised NumPy.
+
+torch's CPU softmax and log_softmax call ``Vectorized<float>::exp()`` and ``::log()``, which are
+SLEEF's ``Sleef_expf8_u10`` / ``Sleef_logf8_u10`` (AVX2) and ``Sleef_expf16_u10`` / ``Sleef_logf16_u10``
+(AVX-512): ``xexpf`` and ``xlogf_u1`` of SLEEF's ``sleefsimdsp.c``, compiled with FMA. Neither is
+correctly rounded (``expf`` is off by one ulp for about one input in ten, ``logf`` for about one in
+five hundred), so a port that calls ``np.exp`` differs from torch in the last bit of some
+probabilities. Here every SLEEF step is one float32 operation: NumPy's float32 ``+``, ``-``, ``*``
+and ``/`` are IEEE operations, and :func:`fma32` rounds ``a * b + c`` once.
+
+**FMA without FMA.** The product of two float32 numbers has at most 48 significant bits, so it
+is exact in float64; ``a * b + c`` in float64 is then rounded once (to 53 bits) and again to 24
+bits. That double rounding is wrong only when the float64 result lands exactly halfway between
+two float32 numbers (its low 29 bits are ``1000...0``) while the exact sum was not halfway; in
+that rare case the error of the float64 addition (Knuth's two-sum) says which way to go.
+
+Contract: every function takes float32 arrays and returns float32 arrays of the same shape.
+Docs: docs/last-bit.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["fma32", "sleef_expf", "sleef_logf"]
+
+_F32 = np.float32
+_LOW29 = np.int64((1 << 29) - 1)  # the float64 mantissa bits below float32's 24
+_HALF29 = np.int64(1 << 28)  # ... and their pattern when the value is a float32 midpoint
+
+
+def fma32(a, b, c) -> np.ndarray:
+    """``a * b + c`` rounded once to float32, as the ``vfmadd`` instructions do (float32 in, float32 out).
+
+    >>> a = np.float32(1 + 2**-12)                # a * a = 1 + 2**-11 + 2**-24: 25 bits
+    >>> float(fma32(a, a, np.float32(-1))) == 2**-11 + 2**-24, float(a * a - np.float32(1)) == 2**-11
+    (True, True)
+    """
+    product = np.asarray(a, np.float64) * np.asarray(b, np.float64)  # exact: 24 + 24 bits
+    return _round_sum(product, np.asarray(c, np.float64))
+
+
+def _round_sum(product: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """float32 nearest to ``product + c`` (float64 arrays, ``product`` exact), rounded once."""
+    total = product + c  # rounded to float64
+    out = total.astype(_F32)
+    halfway = (total.view(np.int64) & _LOW29) == _HALF29  # on a float32 midpoint: the rounding is a coin toss
+    if halfway.any():
+        spent = total - product  # two-sum: the exact error of the float64 addition
+        error = (product - (total - spent)) + (c - spent)
+        nudge = halfway & (error != 0) & np.isfinite(total)  # not a true tie: round toward the exact value
+        if nudge.any():
+            toward = np.where(error > 0, np.inf, -np.inf)
+            out = np.where(nudge, np.nextafter(total, toward).astype(_F32), out)
+    return out
+
+
+_R_LN2 = _F32(1.442695040888963407359924681001892137426645954152985934135449406931)
+_L2U, _L2L = _F32(0.693145751953125), _F32(1.428606765330187045e-06)
+_EXP_POLY = [_F32(c) for c in (0.000198527617612853646278381, 0.00139304355252534151077271,
+                               0.00833336077630519866943359, 0.0416664853692054748535156,
+                               0.166666671633720397949219, 0.5)]
+
+
+def sleef_expf(d: np.ndarray) -> np.ndarray:
+    r"""SLEEF's ``xexpf`` (``Sleef_expf*_u10``): :math:`e^d` in float32, within 1 ulp, torch's CPU ``exp`` in softmax.
+
+    :math:`d = q \ln 2 + s` with :math:`q = \mathrm{rint}(d / \ln 2)` (the reduction in two FMAs, ln 2 split
+    in a high and a low part), :math:`e^s \approx 1 + s + s^2 P(s)` with a degree-5 polynomial in FMAs,
+    then scaled by :math:`2^q` in two steps; 0 below -104, ``inf`` above 100.
+
+    >>> sleef_expf(np.array([0.0, -1.0, -np.inf], dtype=np.float32))
+    array([1.        , 0.36787945, 0.        ], dtype=float32)
+    """
+    d = np.asarray(d, _F32)
+    out = np.empty(d.shape, _F32)
+    flat, flat_out = d.reshape(-1), out.reshape(-1)
+    for start in range(0, flat.size, _CHUNK):  # chunks that stay in the cache: ~8x faster than whole rows
+        flat_out[start : start + _CHUNK] = _expf_chunk(flat[start : start + _CHUNK])
+    return out
+
+
+_CHUNK = 16384
+
+
+def _fma_update(u: np.ndarray, a: np.ndarray, c, work: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    """``u = fma32(u, a, c)`` in place: ``u`` float32; ``a``, ``c`` float64 holding float32 values (the hot loop)."""
+    total, bits, halfway = work
+    np.multiply(u, a, out=total)  # exact (u is widened on the fly)
+    np.add(total, c, out=total)  # rounded to float64
+    np.bitwise_and(total.view(np.int64), _LOW29, out=bits)
+    np.equal(bits, _HALF29, out=halfway)
+    if halfway.any():  # rare: those lanes again, with the error of the float64 addition
+        product = u[halfway].astype(np.float64) * a[halfway]
+        u[halfway] = _round_sum(product, np.broadcast_to(c, u.shape)[halfway])
+        halfway = ~halfway
+        np.copyto(u, total, casting="unsafe", where=halfway)
+    else:
+        np.copyto(u, total, casting="unsafe")  # round to float32
+
+
+def _expf_chunk(d: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        clamped = np.clip(d, _F32(-105.0), _F32(101.0))  # beyond: 0 or inf below; keeps q finite (-inf, inf)
+        q = np.rint(clamped * _R_LN2).astype(np.float64)  # float32 product, rounded to an integer (ties to even)
+        # fma32(q, -L2U, d): L2U has 16 bits and |q| <= 152, so q * L2U and d - q * L2U are exact in
+        # float64 (Cody-Waite's split): one rounding, to float32, and no midpoint to watch.
+        s = (clamped - q * float(_L2U)).astype(_F32).astype(np.float64)
+        work = (np.empty(d.size), np.empty(d.size, np.int64), np.empty(d.size, bool))
+        s = _round_sum(q * -float(_L2L), s).astype(np.float64)  # fma32(q, -L2L, s): q * L2L is exact in float64
+        u = np.full(d.size, _EXP_POLY[0])
+        for coefficient in _EXP_POLY[1:]:
+            _fma_update(u, s, float(coefficient), work)
+        _fma_update(u, (s * s).astype(_F32).astype(np.float64), s, work)  # fma32(s * s, u, s)
+        # 1 + u, then SLEEF's two scalings by 2^(q >> 1) and 2^(q - (q >> 1)): both exact unless the
+        # result is subnormal or overflows, where the second one rounds once, as ldexp does.
+        u = np.ldexp(_F32(1.0) + u, q.astype(np.int32))
+        u[d < -104] = 0.0
+        u[d > 100] = np.inf
+        return u
+
+
+def _two_sum_float(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SLEEF's ``dfadd2_vf2_vf_vf``: ``x + y`` as a float32 pair (sum, error), any magnitudes."""
+    s = x + y
+    v = s - x
+    return s, (x - (s - v)) + (y - v)
+
+
+_LN2_HI, _LN2_LO = _F32(0.69314718246459960938), _F32(-1.904654323148236017e-09)
+_LOG_POLY = [_F32(c) for c in (0.3027294874, 0.3996108174, 0.6666694880)]
+
+
+def sleef_logf(d: np.ndarray) -> np.ndarray:
+    r"""SLEEF's ``xlogf_u1`` (``Sleef_logf*_u10``): :math:`\ln d` in float32 for normal ``d > 0``, torch's CPU ``log``.
+
+    :math:`d = 2^e m` with :math:`m \in [0.75, 1.5)`; :math:`x = (m - 1) / (m + 1)` in double-float
+    (pairs of float32); :math:`\ln d = e \ln 2 + 2x + x^3 T(x^2)`, summed in double-float and rounded
+    once. Zero, negative, subnormal and non-finite inputs are not handled (softmax's sums are >= 1).
+
+    >>> sleef_logf(np.array([1.0, 2.0, 10.0], dtype=np.float32))
+    array([0.       , 0.6931472, 2.3025851], dtype=float32)
+    """
+    d = np.asarray(d, _F32)
+    e = (np.frexp(d * (_F32(1.0) / _F32(0.75)))[1] - 1).astype(np.int32)  # ilogb of d / 0.75
+    m = np.ldexp(d, -e).astype(_F32)  # exact: [0.75, 1.5)
+    ef = e.astype(_F32)
+    s_hi = ef * _LN2_HI  # dfmul_vf2_vf2_vf: e * (ln 2 as a pair)
+    s_lo = fma32(_LN2_LO, ef, fma32(_LN2_HI, ef, -s_hi))
+    n_hi, n_lo = _two_sum_float(_F32(-1.0), m)
+    d_hi, d_lo = _two_sum_float(_F32(1.0), m)
+    t = _F32(1.0) / d_hi  # dfdiv_vf2_vf2_vf2, the FMA variant
+    x_hi = n_hi * t
+    u = fma32(t, n_hi, -x_hi)
+    v = fma32(-d_lo, t, fma32(-d_hi, t, _F32(1.0)))
+    x_lo = fma32(x_hi, v, fma32(n_lo, t, u))
+    x2 = x_hi * x_hi
+    poly = fma32(np.full_like(x2, _LOG_POLY[0]), x2, _LOG_POLY[1])
+    poly = fma32(poly, x2, _LOG_POLY[2])
+    y_hi, y_lo = x_hi * _F32(2.0), x_lo * _F32(2.0)  # dfscale by 2: exact
+    r_hi = s_hi + y_hi  # dfadd_vf2_vf2_vf2
+    r_lo = (((s_hi - r_hi) + y_hi) + s_lo) + y_lo
+    tail = (x2 * x_hi) * poly
+    f_hi = r_hi + tail  # dfadd_vf2_vf2_vf
+    f_lo = ((r_hi - f_hi) + tail) + r_lo
+    return (f_hi + f_lo).astype(_F32)

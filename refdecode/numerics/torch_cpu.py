@@ -1,0 +1,189 @@
+r"""torch 2.x's CPU float32 softmax, log_softmax and cumsum along the last dimension, bit for bit.
+
+A processor rule says "sort, softmax, cumsum, compare with p"; when the probabilities are round
+numbers (0.3, 0.2, ...) the cumulative sum lands exactly on ``p`` in exact arithmetic, and the last
+bit of float32 decides which side. NumPy's ``exp(x - max) / sum`` and torch's kernel disagree there,
+so refdecode computes what torch computes. The kernel (ATen ``SoftMaxKernel.cpp``,
+``_vec_softmax_lastdim`` and ``_vec_log_softmax_lastdim``, over ``Vectorized<float>`` of W lanes):
+
+1. ``max = reduce_all(maximum, row)`` (order does not matter for max);
+2. softmax: ``e = exp(x - max)`` with SLEEF's ``expf`` (:func:`~refdecode.numerics.sleef.sleef_expf`),
+   ``sum = reduce_all(+, e)``, ``out = e * (1 / sum)`` (a float32 reciprocal, then a product);
+   log_softmax: the same sum, ``out = (x - max) - log(sum)`` with SLEEF's ``logf``;
+3. ``reduce_all(+, ·)`` (:func:`lane_sum`): a row shorter than W is summed left to right; a longer one
+   is cut in W-wide vectors, lane ``l`` accumulates ``v[0][l] + v[1][l] + ...`` (the last, partial
+   vector is padded with zeros), then the W lanes are folded in halves (lane ``l`` plus lane
+   ``l + W/2``, then ``+ W/4``, ... the shuffle-and-add of ``vec_reduce_all``).
+
+W is 16 with AVX-512 (torch's choice on a CPU that has it, ``torch.backends.cpu.get_cpu_capability()``)
+and 8 with AVX2. Sources: ATen's ``SoftMaxKernel.cpp`` and the ``Vectorized<float>`` headers (``exp`` and
+``log`` are SLEEF's ``u10`` functions), SLEEF's ``sleefsimdsp.c`` and ``df.h``; the order of the lane fold
+is the one that gives torch's bits. Verified bit for bit against torch 2.13.0 and 2.14.1 under both
+capabilities (docs/last-bit.md has the counts and the rows it decides). ``cumsum`` on the CPU accumulates
+a float32 tensor in float64 (``acc_type<float>`` is ``double``) and rounds each prefix to float32:
+:func:`torch_cumsum`.
+
+Contract: float32 in, float32 out, same shape; rows may hold ``-inf``; a row that is all ``-inf``
+gives NaN, as torch does. Docs: docs/last-bit.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .introsort import torch_order_at_cut
+from .sleef import sleef_expf, sleef_logf
+
+__all__ = ["LANES", "lane_sum", "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter"]
+
+_F32 = np.float32
+
+#: Float32 lanes of ``Vectorized<float>`` per torch CPU capability (``ATEN_CPU_CAPABILITY``).
+LANES = {"avx512": 16, "avx2": 8}
+#: The capability torch picks on this project's reference machine (AVX-512), and so the one goldens were made on.
+DEFAULT_CAPABILITY = "avx512"
+
+
+def lane_sum(values: np.ndarray, lanes: int = 16) -> np.ndarray:
+    """ATen's ``reduce_all(+)`` over the last axis of float32 (R, n): one float32 per row, (R,).
+
+    >>> lane_sum(np.array([[1e8, 1.0, -1e8, 1.0]], dtype=np.float32), lanes=16)   # ((1e8 + 1) - 1e8) + 1
+    array([1.], dtype=float32)
+    """
+    rows, n = values.shape
+    if n < lanes:  # one partial vector: vec_reduce_all folds its lanes left to right
+        total = values[:, 0].copy()
+        for k in range(1, n):
+            total += values[:, k]
+        return total
+    vectors = -(-n // lanes)
+    padded = np.zeros((rows, vectors * lanes), _F32)  # the last, partial vector: zeros in the lanes past the row
+    padded[:, :n] = values
+    padded = padded.reshape(rows, vectors, lanes)
+    nonzero = padded.any(axis=(0, 2))  # a vector of zeros (exp(-inf): removed tokens) adds nothing to any lane
+    if not nonzero.all():
+        padded = padded[:, nonzero]
+    acc = np.cumsum(padded, axis=1, dtype=_F32)[:, -1]  # per lane, in row order (cumsum is sequential)
+    width = lanes
+    while width > 1:  # horizontal: lane l + lane l + width/2
+        width //= 2
+        acc = acc[:, :width] + acc[:, width : 2 * width]
+    return acc[:, 0]
+
+
+def _lanes(capability: str) -> int:
+    if capability not in LANES:
+        raise ValueError(f"`capability` has to be one of {sorted(LANES)}, but is {capability!r}")
+    return LANES[capability]
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype != _F32:
+        raise TypeError(f"`x` must be a float32 array, but has dtype {x.dtype}")
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"`x` needs a non-empty last axis, but has shape {x.shape}")
+    return x.reshape(-1, x.shape[-1])
+
+
+def _shifted_exp(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x - max, exp(x - max)) per row, float32 (R, V); NaN rows where the max is -inf, as torch gives."""
+    with np.errstate(invalid="ignore"):
+        shifted = rows - rows.max(axis=-1, keepdims=True)  # -inf - -inf = nan: an all -inf row
+    removed = shifted == -np.inf
+    if not removed.any():
+        return shifted, sleef_expf(shifted)
+    e = np.zeros_like(shifted)  # exp(-inf) = 0: the exp of a removed token costs nothing (after top-k, most)
+    e[~removed] = sleef_expf(shifted[~removed])
+    return shifted, e
+
+
+def torch_softmax(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray:
+    """``torch.softmax(x, dim=-1)`` of torch 2.x on the CPU, bit for bit: float32 (..., V) -> float32 (..., V).
+
+    The textbook row [0.1, 0.2, 0.2, 0.2, 0.3] (sorted ascending, as top-p sees it): torch's 0.1 is one ulp
+    above float32(0.1), NumPy's is float32(0.1) itself, so top-p 0.9 (threshold float32(1 - 0.9)) keeps
+    token 0 with torch and drops it with NumPy:
+
+    >>> x = np.log(np.array([[0.1, 0.2, 0.2, 0.2, 0.3]], dtype=np.float32))
+    >>> float(torch_softmax(x)[0, 0]), float(np.exp(x[0, 0] - x.max()) / np.exp(x - x.max()).sum())
+    (0.10000000894069672, 0.10000000149011612)
+    """
+    rows = _rows(x)
+    _, e = _shifted_exp(rows)
+    total = lane_sum(e, _lanes(capability))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (e * (_F32(1.0) / total)[:, None]).reshape(np.shape(x))
+
+
+def torch_log_softmax(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray:
+    """``torch.log_softmax(x, dim=-1)`` of torch 2.x on the CPU, bit for bit: float32 (..., V) -> float32 (..., V).
+
+    >>> torch_log_softmax(np.array([0.0, 0.0, -np.inf], dtype=np.float32))
+    array([-0.6931472, -0.6931472,       -inf], dtype=float32)
+    """
+    rows = _rows(x)
+    shifted, e = _shifted_exp(rows)
+    total = lane_sum(e, _lanes(capability))
+    with np.errstate(invalid="ignore"):
+        log_total = np.where(total >= 1, sleef_logf(np.where(total >= 1, total, _F32(1))), _F32(np.nan))
+        return (shifted - log_total[:, None]).reshape(np.shape(x))
+
+
+def torch_cumsum(probs: np.ndarray) -> np.ndarray:
+    """``torch.cumsum(probs, dim=-1)`` on the CPU: a float64 running sum, each prefix rounded to float32.
+
+    >>> torch_cumsum(np.array([0.1, 0.2, 0.7], dtype=np.float32))
+    array([0.1, 0.3, 1. ], dtype=float32)
+    """
+    return np.cumsum(probs, axis=-1, dtype=np.float64).astype(_F32)
+
+
+def torch_sort(x: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``torch.sort(x, dim=-1, descending=descending)`` for float32 (B, V): (values, indices), ties in id order.
+
+    A stable sort: torch's order for rows of up to 16 entries. Above, torch's introsort orders ties
+    differently, but a rule only sees that where a mask splits a tie group, so :func:`torch_scatter`
+    puts the tie group at each split in torch's order before scattering back.
+
+    >>> torch_sort(np.array([[2.0, -np.inf, 1.0]], dtype=np.float32))
+    (array([[-inf,   1.,   2.]], dtype=float32), array([[1, 2, 0]]))
+    """
+    keys = -x if descending else x  # negation is exact and keeps ties; -(-inf) sorts last, NaN last either way
+    indices = np.empty(x.shape, np.int64)
+    values = np.empty_like(x)
+    for b, row in enumerate(keys):
+        # Speed-up: argsort only the finite entries (after top-k, 50 of GPT-2's 50,257); the rest, all -inf
+        # keys here, go first in id order (stable). NaN or +inf keys: sort the whole row.
+        finite = np.isfinite(row)
+        ids = np.flatnonzero(finite)
+        rest = row.size - ids.size
+        if rest and np.count_nonzero(row == -np.inf) != rest:
+            indices[b] = np.argsort(row, kind="stable")
+        else:
+            indices[b, :rest] = np.flatnonzero(~finite)
+            indices[b, rest:] = ids[np.argsort(row[ids], kind="stable")]
+        values[b] = x[b, indices[b]]
+    return values, indices
+
+
+def torch_scatter(sorted_mask: np.ndarray, indices: np.ndarray, x: np.ndarray, descending: bool = False) -> np.ndarray:
+    """``sorted_mask.scatter(1, indices, sorted_mask)``: a mask in sorted order back to token order, bool (B, V).
+
+    ``indices`` from :func:`torch_sort` of ``x``. Where the mask flips inside a tie group, the tied ids on
+    each side are torch's choice (rows over 16 entries): they are put in torch's CPU order first
+    (:func:`~refdecode.numerics.introsort.torch_order_at_cut`). ``indices`` is not modified.
+
+    >>> x = np.zeros((1, 17), dtype=np.float32)
+    >>> values, indices = torch_sort(x)
+    >>> np.flatnonzero(~torch_scatter(np.arange(17) < 8, indices, x))   # 4.38.2's top-p 0.5 keeps these
+    array([0, 1, 2, 3, 4, 5, 6, 7, 9])
+    """
+    sorted_mask = np.broadcast_to(sorted_mask, indices.shape)
+    indices = indices.copy()
+    for b in range(indices.shape[0]):
+        for cut in np.flatnonzero(sorted_mask[b, 1:] != sorted_mask[b, :-1]).tolist():
+            torch_order_at_cut(x[b], indices[b], cut + 1, descending)
+    out = np.empty(indices.shape, bool)
+    np.put_along_axis(out, indices, sorted_mask, axis=-1)
+    return out
