@@ -17,7 +17,7 @@ On such rows the cut falls within a float32 ulp of the threshold, so the last bi
 cumulative sum decides which tokens survive. For each row the file also holds the answers of the same
 transformers ``__call__`` when its softmax / log_softmax / cumsum are replaced by other float32 arithmetic
 (``VARIANTS``: NumPy's ``exp(x - m) / s``, a correctly rounded softmax, a float32 sequential cumsum, the whole
-call in float64): ``refdecode conformance check`` calls a port's differing row a departure "on the last bit"
+call in float64, and for eta its entropy moved by 1, 2 or 4 ulps): ``refdecode conformance check`` calls a port's differing row a departure "on the last bit"
 when it equals one of them, and "on the rule" otherwise.
 
 Two sets with different seeds: ``test`` (the conformance ``textbook`` group) and ``heldout`` (used only by
@@ -74,8 +74,10 @@ TIE_ROWS = 40                                 # per tie warper and set
 UNITS = {"0.05": Fraction(1, 20), "0.1": Fraction(1, 10), "0.125": Fraction(1, 8), "0.2": Fraction(1, 5),
          "0.25": Fraction(1, 4), "1/3": Fraction(1, 3), "1/6": Fraction(1, 6)}
 SHIFTS = [0.0, 0.0, 0.0, 1.5, -2.25, 7.0, -30.0]
+ENTROPY_ULPS = [-4, -2, -1, 1, 2, 4]   # eta: the row's entropy moved by this many float32 ulps
 VARIANTS = ["numpy softmax, float32 cumsum", "numpy softmax, torch cumsum", "correctly rounded softmax",
-            "correctly rounded softmax, float32 cumsum", "exp in float64 times float32 reciprocal", "float64 throughout"]
+            "correctly rounded softmax, float32 cumsum", "exp in float64 times float32 reciprocal",
+            "float64 throughout"] + [f"entropy {k:+d} ulp" for k in ENTROPY_ULPS]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -256,12 +258,35 @@ def arithmetic(variant: str):
         categorical.entropy, torch.exp = saved_entropy, saved_exp
 
 
+@contextlib.contextmanager
+def nudged_entropy(ulps: int):
+    """torch's own entropy (eta's, through ``Categorical``) moved by ``ulps`` float32 ulps: a port whose entropy
+    sum rounds differently moves eta's threshold by a few ulps (a last-bit difference, not a rule)."""
+    categorical = torch.distributions.Categorical
+    saved = categorical.entropy
+
+    def entropy(self):
+        h = saved(self).numpy()
+        for _ in range(abs(ulps)):
+            h = np.nextafter(h, np.float32(np.inf if ulps > 0 else -np.inf))
+        return torch.from_numpy(np.asarray(h, dtype=np.float32))
+
+    categorical.entropy = entropy
+    try:
+        yield
+    finally:
+        categorical.entropy = saved
+
+
 def survivors(warper: str, scores: np.ndarray, param: float, keep: int, variant: str | None = None) -> np.ndarray:
     """The tokens transformers keeps (bool (V,)); its output is the input score there and -inf elsewhere."""
     call = make_warper(warper, param, keep)
     x = torch.from_numpy(scores[None].copy())
     if variant == VARIANTS[5]:
         out = call(None, x.double())
+    elif variant is not None and variant.startswith("entropy"):
+        with nudged_entropy(ENTROPY_ULPS[VARIANTS.index(variant) - 6]):
+            out = call(None, x)
     elif variant is not None:
         with arithmetic(variant):
             out = call(None, x)
