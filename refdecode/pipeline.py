@@ -40,6 +40,7 @@ from .processors.prompt_penalties import EncoderNoRepeatNGramLogitsProcessor, En
 from .processors.guidance import UnbatchedClassifierFreeGuidanceLogitsProcessor
 from .processors.score_cleanup import InfNanRemoveLogitsProcessor, LogitNormalization
 from .processors.truncation_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
+from .processors import transformers5
 from .validation import ArgumentTypeError, describe
 
 __all__ = ["logits_processors", "logits_warpers", "stopping_criteria_for"]
@@ -73,7 +74,9 @@ def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = N
         (c.encoder_repetition_penalty is not None and c.encoder_repetition_penalty != 1.0,
          lambda: EncoderRepetitionPenaltyLogitsProcessor(c.encoder_repetition_penalty, _need(prompt, "prompt"))),
         (c.repetition_penalty is not None and c.repetition_penalty != 1.0,
-         lambda: RepetitionPenaltyLogitsProcessor(c.repetition_penalty, _padding_lengths(c, attention_mask))),
+         lambda: transformers5.repetition_penalty_processor(c.repetition_penalty, attention_mask, max(
+             c.num_beams, c.num_return_sequences)) if c.semantics == "5" else RepetitionPenaltyLogitsProcessor(
+             c.repetition_penalty)),
         (c.no_repeat_ngram_size is not None and c.no_repeat_ngram_size > 0,
          lambda: NoRepeatNGramLogitsProcessor(c.no_repeat_ngram_size)),
         (c.encoder_no_repeat_ngram_size is not None and c.encoder_no_repeat_ngram_size > 0,
@@ -98,19 +101,6 @@ def logits_processors(config: GenerationConfig, prompt_len: int, custom: Any = N
     ]
     procs = _merge([build() for active, build in steps if active], custom, "logits processor")
     return LogitsProcessorList(procs + ([LogitNormalization()] if c.renormalize_logits is True else []))
-
-
-def _padding_lengths(config: GenerationConfig, attention_mask: np.ndarray | None) -> np.ndarray | None:
-    """``semantics="5"``: each row's left-padding width, for 5.x's ``prompt_ignore_length``; None for 4.38.2.
-
-    5.23.0 ``generation/utils.py`` ``_get_logits_processor``: ``padding_lengths = (mask !=
-    0).int().argmax(dim=1)`` (the first unmasked position; 0 for an all-zero row), on the mask already
-    expanded to ``max(num_beams, num_return_sequences)`` rows per prompt, hence the ``np.repeat``.
-    """
-    if config.semantics != "5" or attention_mask is None:
-        return None
-    lengths = (np.asarray(attention_mask) != 0).argmax(axis=1).astype(np.int64)  # (B,)
-    return np.repeat(lengths, max(config.num_beams, config.num_return_sequences))
 
 
 def _need(value: Any, name: str) -> Any:

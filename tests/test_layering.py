@@ -33,6 +33,11 @@ modules added later too:
 11. **The numerics come from the wing:** ``processors/`` and ``decoding/`` import float kernels (softmax,
     torch's softmax, cumsum and sort order) from ``refdecode.numerics``, never from each other: a name the
     wing exports is imported from the wing only, and no module outside it is named like one of its modules.
+12. **One home for later versions' rules:** the 4.38.2 rules in ``refdecode/processors`` and
+    ``refdecode/decoding`` hold no branch for transformers 5.x: no module there but
+    ``processors/transformers5.py`` names ``semantics`` or ``prompt_ignore_length``. 5.x's processor rules live
+    in that module, which ``pipeline.py`` uses for ``semantics="5"`` and the ``transformers-5`` engine profile
+    (``reference/engines``) uses for its penalty; the profile's other switches live in ``reference/engines``.
 
 Sizes: at most 12 modules at the top of ``refdecode/``; no module over 450 lines; no function
 outside its module's ``__all__`` (a private helper, or a private method) with more than 10 parameters.
@@ -285,6 +290,32 @@ def test_processors_and_decoding_use_the_wing():
     """The rule above is not vacuous: the warpers and the beam step do import the wing."""
     assert "refdecode.numerics" in G["refdecode.processors.logits_warp"]
     assert "refdecode.numerics" in G["refdecode.decoding.beam.beam_search"]
+
+
+FIVE_HOME = PACKAGE / "processors" / "transformers5.py"
+
+
+def later_version_branches(path: Path) -> list[str]:
+    """The lines of a module that name 5.x's switches (``semantics``, ``prompt_ignore_length``) in its code."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {"semantics", "prompt_ignore_length"}
+    return [f"{path.name}:{n.lineno}" for n in ast.walk(tree)
+            if (isinstance(n, ast.Name) and n.id in names) or (isinstance(n, ast.Attribute) and n.attr in names)
+            or (isinstance(n, ast.arg) and n.arg in names)
+            or (isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names)]
+
+
+def test_the_4_38_rules_hold_no_5x_branch():
+    paths = [p for folder in ("processors", "decoding") for p in sorted((PACKAGE / folder).rglob("*.py"))]
+    bad = [line for p in paths if p != FIVE_HOME for line in later_version_branches(p)]
+    assert not bad, bad
+    assert later_version_branches(FIVE_HOME), "the 5.x home holds the 5.x rules"
+
+
+def test_the_5x_branch_check_can_fail(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f(ids, scores, penalty, prompt_ignore_length=None):\n    return config.semantics\n")
+    assert later_version_branches(module) == ["m.py:1", "m.py:2"]
 
 
 # ---- sizes

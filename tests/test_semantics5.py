@@ -23,7 +23,7 @@ from conftest import GOLDEN
 
 from refdecode.generate import generate
 from refdecode.generation_config import GenerationConfig
-from refdecode.processors.logits_process import RepetitionPenaltyLogitsProcessor, repetition_penalty_process
+from refdecode.processors.transformers5 import RepetitionPenaltyLogitsProcessor, repetition_penalty_process
 from refdecode.model.modeling import GPT2
 
 FILE = GOLDEN / "decode_semantics5.npz"

@@ -11,6 +11,8 @@
 - ``guidance.py``: classifier-free guidance (runs a model it is given);
 - ``exponential_decay.py``: the exponentially growing eos bonus (``exponential_decay_length_penalty``);
 - ``score_cleanup.py``: NaN/inf removal and log-softmax renormalisation;
+- ``transformers5.py``: transformers 5.x's processor rules where they depart from 4.38.2 (``semantics="5"`` and
+  the ``transformers-5`` engine profile), the one home for a later version's rules;
 - ``arguments.py``: the checks of their arguments (and the decorator that runs them before a rule).
 
 The order ``generate`` builds them in is :mod:`refdecode.pipeline`. Processors never import decoding; the

@@ -26,7 +26,6 @@ docs/no-repeat-ngram.md, docs/min-length.md, docs/group-beam-search.md for the H
 from __future__ import annotations
 
 import inspect
-from typing import Any
 
 import numpy as np
 
@@ -116,8 +115,7 @@ def min_new_tokens_process(
     return scores.copy()
 
 
-def repetition_penalty_process(input_ids: np.ndarray, scores: np.ndarray, penalty: float,
-                               prompt_ignore_length: int | np.ndarray | None = None) -> np.ndarray:
+def repetition_penalty_process(input_ids: np.ndarray, scores: np.ndarray, penalty: float) -> np.ndarray:
     r"""Push down every token that already occurs in the row (CTRL, arXiv:1909.05858).
 
     .. math::
@@ -127,12 +125,9 @@ def repetition_penalty_process(input_ids: np.ndarray, scores: np.ndarray, penalt
 
     Applied once per distinct token however often it occurs. "Occurs" means anywhere in
     ``input_ids``: prompt, generated tokens and left padding (with GPT-2, pad = eos, so a
-    left-padded row penalises EOS; transformers 5 stopped doing that, 4.38.2 does it). A score of
-    exactly 0 is divided and stays 0. ``penalty > 1`` lowers, ``0 < penalty < 1`` raises.
-
-    ``prompt_ignore_length`` (transformers 5.x, ``semantics="5"``): the first ``n`` positions of every
-    row (an int) or of row ``b`` (a (B,) array, ``generate`` passes each row's left-padding width) are
-    not looked at. None (the default) is 4.38.2: every position counts.
+    left-padded row penalises EOS; transformers 5.23 stopped doing that, see
+    :mod:`refdecode.processors.transformers5`). A score of exactly 0 is divided and stays 0.
+    ``penalty > 1`` lowers, ``0 < penalty < 1`` raises.
 
     transformers 4.38.2 ``RepetitionPenaltyLogitsProcessor`` (gather, ``where(score < 0, score *
     penalty, score / penalty)``, scatter); the 4.26 walkthrough's "RepetitionPenaltyLogitsProcessor"
@@ -141,19 +136,11 @@ def repetition_penalty_process(input_ids: np.ndarray, scores: np.ndarray, penalt
     >>> s = np.array([[2.0, -2.0, 1.0, 3.0]], dtype=np.float32)
     >>> repetition_penalty_process(np.array([[0, 1, 1]]), s, 2.0)   # tokens 0 and 1 seen
     array([[ 1., -4.,  1.,  3.]], dtype=float32)
-    >>> repetition_penalty_process(np.array([[0, 1, 1]]), s, 2.0, np.array([1]))   # 5.x: position 0 is padding
-    array([[ 2., -4.,  1.,  3.]], dtype=float32)
     """
     check_input_ids(input_ids, check_scores(scores).shape[0])
     check_vocab_ids("input_ids", input_ids, scores.shape[1])
     seen = np.zeros(scores.shape, dtype=bool)  # (B, V)
-    rows = np.broadcast_to(np.arange(scores.shape[0])[:, None], input_ids.shape)  # (B, T)
-    if prompt_ignore_length is None:  # 4.38.2: every position counts
-        seen[rows, input_ids] = True
-    else:  # 5.x: positions t < ignore_b do not count
-        ignore = np.broadcast_to(np.asarray(prompt_ignore_length), (scores.shape[0],))
-        counted = np.arange(input_ids.shape[1])[None, :] >= ignore[:, None]  # (B, T)
-        seen[rows[counted], input_ids[counted]] = True
+    seen[np.arange(scores.shape[0])[:, None], input_ids] = True  # every position: prompt, padding, generated
     penalised = np.where(scores < 0, scores * penalty, scores / penalty)  # Python float keeps float32
     return np.where(seen, penalised, scores)
 
@@ -356,29 +343,11 @@ class RepetitionPenaltyLogitsProcessor(LogitsProcessor):
     ``penalty`` must be a float > 0 (an int such as ``2`` is refused, as in transformers).
     """
 
-    def __init__(self, penalty: float, prompt_ignore_length: int | np.ndarray | None = None):
+    def __init__(self, penalty: float):
         self.penalty = check_positive_float("penalty", penalty)
-        self.prompt_ignore_length = _check_ignore_length(prompt_ignore_length)
 
     def __call__(self, input_ids, scores, **kwargs):
-        if self.prompt_ignore_length is not None and np.ndim(self.prompt_ignore_length) == 1 \
-                and len(self.prompt_ignore_length) != np.shape(input_ids)[0]:
-            raise ValueError(f"`prompt_ignore_length` has {len(self.prompt_ignore_length)} rows but `input_ids` has "
-                             f"{np.shape(input_ids)[0]} (one padding width per row)")
-        return repetition_penalty_process(input_ids, scores, self.penalty, self.prompt_ignore_length)
-
-
-def _check_ignore_length(value: Any) -> int | np.ndarray | None:
-    """``prompt_ignore_length``: None, an int >= 0, or a 1-D array of ints >= 0 (transformers 5.x's argument)."""
-    if value is None:
-        return None
-    if is_integer(value):
-        return check_integer("prompt_ignore_length", value, minimum=0)
-    arr = np.asarray(value)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr < 0).any():
-        raise ValueError(f"`prompt_ignore_length` must be None, an int >= 0 or a 1-D array of ints >= 0, "
-                         f"got {describe(value)}")
-    return arr.astype(np.int64)
+        return repetition_penalty_process(input_ids, scores, self.penalty)
 
 
 class NoRepeatNGramLogitsProcessor(LogitsProcessor):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 import refdecode as rd
+from refdecode.processors import transformers5
 
 from .kinds import F32, FLOAT, I64, INT, ListOf, obj
 from .registry import Case, CaseType, register
@@ -278,7 +279,7 @@ register(CaseType(
             "row's left-padding width, so padding is no longer penalised).",
     inputs=obj(input_ids=I64(2), scores=F32(2), penalty=FLOAT, prompt_ignore_length=I64(1)), outputs=obj(scores=F32(2)),
     build=_build_repetition_penalty_ignore,
-    run=lambda inp: {"scores": rd.RepetitionPenaltyLogitsProcessor(inp["penalty"], prompt_ignore_length=inp[
+    run=lambda inp: {"scores": transformers5.RepetitionPenaltyLogitsProcessor(inp["penalty"], prompt_ignore_length=inp[
         "prompt_ignore_length"])(inp["input_ids"], inp["scores"])}))
 
 

@@ -211,8 +211,13 @@ def _close(expected: list[float], got: list[float]) -> bool:
 
 
 def check(directory: str | Path, command: str, only: str | None = None, timeout: float = 60.0,
-          out: IO[str] | None = None, list_unsupported: bool = False) -> int:
-    """Run ``command`` on the suite in ``directory``; print the verdicts and the closing line; 0 if none failed."""
+          out: IO[str] | None = None, list_unsupported: bool = False, tolerate_last_bit: bool = False) -> int:
+    """Run ``command`` on the suite in ``directory``; print the verdicts and the closing line; 0 if none failed.
+
+    A textbook case whose row departs on the last bit of softmax (``cases_textbook.compare_textbook``) fails, unless
+    ``tolerate_last_bit``: then it is printed as ``LAST-BIT id: ...`` and counted as passed (a departure on the
+    rule still fails).
+    """
     out = out or sys.stdout
     _, cases = load_suite(directory, only)
     counts = {"pass": 0, "fail": 0, "unsupported": 0, "not run": 0}
@@ -233,8 +238,12 @@ def check(directory: str | Path, command: str, only: str | None = None, timeout:
                 verdict, message, line, misses = "fail", f"{err} (the implementation is restarted)", b"", misses + 1
                 implementation.close(kill=True)
                 implementation = Implementation(command)
-            counts["pass" if verdict == "near-tie" else verdict] += 1
-            if verdict == "fail":
+            if verdict == "last-bit":
+                verdict = "tolerated" if tolerate_last_bit else "fail"
+            counts["pass" if verdict in ("near-tie", "tolerated") else verdict] += 1
+            if verdict == "tolerated":
+                print(f"LAST-BIT {case['id']} ({case['note']}): {message}", file=out, flush=True)
+            elif verdict == "fail":
                 hint = _where_it_departs(case, line) if line and "config" in case["input"] else ""
                 print(f"FAIL {case['id']} ({case['note']}): {message}{hint}", file=out, flush=True)
             elif verdict == "near-tie" or (verdict == "unsupported" and list_unsupported):

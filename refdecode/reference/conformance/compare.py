@@ -11,7 +11,10 @@ Contract: ``compare(case_type, case, output)`` -> ``(verdict, message)``. The ru
   or candidate a decode picks) where refdecode's own margin for that choice -- the case's
   ``margins`` entry, already divided by the row's scale -- is above 0 but at most ``TOLERANCE``:
   float drift, not a different algorithm. It is reported, and counted as passed. A margin of
-  exactly 0 is a tie, decided by the case's ``tie_rule``: breaking it is a failure.
+  exactly 0 is a tie, decided by the case's ``tie_rule``: breaking it is a failure;
+- textbook cases (``cases_textbook.compare_textbook``) have no tolerance: a differing row is "last-bit" when a
+  float32 softmax / cumsum differing from torch's in the last bit gives it (``check`` fails it unless told to
+  tolerate it), else a failure "on the rule".
 """
 
 from __future__ import annotations

@@ -55,6 +55,9 @@ def case_schema(case_type: CaseType) -> dict:
         "input": case_type.inputs.schema(), "expected": case_type.outputs.schema(),
         "margins": {"description": "how far each decision is from flipping (per row, or per step and row), "
                                    "divided by the row's scale; null where there is no decision"},
+        "last_bit": {"description": "textbook cases, per row: cut_ulps (torch's float32 value at the cut minus the "
+                                    "threshold, in ulps) and alternatives (the token ids transformers' rule keeps "
+                                    "with a softmax / cumsum differing from torch's in the last bit)"},
     }
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"conformance case: {case_type.name}",
             "type": "object", "properties": properties, "required": ["id", "type", "note", "input", "expected"],
@@ -147,7 +150,7 @@ def export(directory: str | Path, types: list[str] | None = None, limit: int | N
         case_type = REGISTRY[name]
         lines = []
         for n, case in _first(case_type.build(), limit):
-            expected = case_type.run(case.input)
+            expected = case.expected if case.expected is not None else case_type.run(case.input)
             record: dict[str, Any] = {"id": f"{name}/{n:04d}", "type": name, "note": case.note}
             stored_input = dict(case.input)
             for key in MODEL_FIELDS:
@@ -157,6 +160,8 @@ def export(directory: str | Path, types: list[str] | None = None, limit: int | N
             record["expected"] = _store_arrays(expected, root, f"{name}/{n:04d}.expected", written)
             if case_type.margins is not None:
                 record["margins"] = to_json(case_type.margins(case.input, expected))
+            if case.last_bit is not None:
+                record["last_bit"] = to_json(case.last_bit)
             lines.append(dumps(record))
         _refuse_foreign(root, [f"cases/{name}.jsonl"])
         (root / "cases" / f"{name}.jsonl").write_text("".join(line + "\n" for line in lines))

@@ -138,7 +138,9 @@ class EngineRules:
 
 PROFILES: dict[str, EngineRules] = {
     "transformers-4.38.2": EngineRules(),
-    # T1 rp_ctx, T2 min_length, T3 eos_out and T4 finish/last: its whole vectorised loop
+    # the one home of 5.x's rules (semantics="5" runs its processor rule, processors/transformers5.py): T1 rp_ctx
+    # (from 5.23.0; steps.py calls transformers5's penalty), T2 min_length (4.40.0), T3 eos_out and T4
+    # finish/last: its whole vectorised loop (4.50.0)
     "transformers-5": EngineRules(rp_ctx="unpadded", min_length="5", loop="5", eos_out="generated"),
     # C1 .. C7, include_prompt_in_result=True (the adapter's setting)
     "ctranslate2": EngineRules(rp_ctx="tail", ngram_ctx="tail", processors_first=True, candidates="2k",

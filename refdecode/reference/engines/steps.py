@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ...processors import logits_process, transformers5
 from .rules import EngineRules
 
 __all__ = ["NextTokenLogits", "Prompt", "log_softmax", "softmax", "LOWEST"]
@@ -67,6 +68,7 @@ class Prompt:
     def __init__(self, row: list[int], mask: list[int], config: dict, rules: EngineRules, batch: int):
         self.row, self.config, self.rules = [int(t) for t in row], config, rules
         self.real = [int(t) for t, m in zip(row, mask) if m]          # prompt without left padding
+        self.padding = int(np.argmax(np.asarray(mask) != 0))          # left-padding width (5.x's padding_lengths)
         self.T = len(self.row)                                         # padded width
         self.eos = list(config["eos_token_id"])
         self.pad = int(config["pad_token_id"])
@@ -100,9 +102,7 @@ class Prompt:
         """Repetition penalty, no-repeat n-gram, min length (eos masked) on one row (V,); a new array."""
         x = np.array(x, dtype=np.float32, copy=True)
         if self.penalty != 1.0:
-            ids = sorted(set(self.context(self.rules.rp_ctx, gen)))
-            s = x[ids]
-            x[ids] = np.where(s < 0, s * self.penalty, s / self.penalty)
+            x = self._repetition_penalty(x, gen)
         if self.ngram > 0:
             seen, n = self.context(self.rules.ngram_ctx, gen), self.ngram
             if len(seen) >= n:
@@ -113,6 +113,16 @@ class Prompt:
         if len(gen) < self.min_gen:
             x[self.eos] = masked
         return x
+
+    def _repetition_penalty(self, x: np.ndarray, gen: list[int]) -> np.ndarray:
+        """The penalty on one row (V,), by the package's own rules: ``"unpadded"`` is transformers 5.x's
+        (``processors/transformers5.py``, what ``semantics="5"`` runs: the row without its left padding), every
+        other context 4.38.2's rule on the tokens that context lists."""
+        if self.rules.rp_ctx == "unpadded":
+            ids = np.array([self.row + list(gen)], dtype=np.int64)
+            return transformers5.repetition_penalty_process(ids, x[None], float(self.penalty), self.padding)[0]
+        ids = np.array([self.context(self.rules.rp_ctx, gen)], dtype=np.int64).reshape(1, -1)
+        return logits_process.repetition_penalty_process(ids, x[None], float(self.penalty))[0]
 
     def beam_scores(self, logits: NextTokenLogits, gen: list[int], score: np.float32) -> np.ndarray:
         """float32 (V,): one beam's candidate scores, its sum of log-probs + this step's processed log-probs."""

@@ -62,3 +62,14 @@ def test_the_js_example_answers_unsupported_for_what_it_does_not_implement(node)
     assert "a_type_added_next_year" in answers[1]["unsupported"] and "gpt2" in answers[2]["unsupported"]
     assert answers[4] == {"id": "x/5", "output": {"scores": [["-inf", "-inf", 3.0]]}}
     assert set(answers[5]) == {"id", "error"}
+
+
+
+def test_the_js_example_declines_the_textbook_group(node):
+    """It has neither torch's last bit nor its tie order, so it answers ``unsupported``, never a wrong answer."""
+    request = {"id": "textbook_top_p/0000", "type": "textbook_top_p",
+               "input": {"scores": [[-0.5108256, -1.2039728, -2.3025851]], "top_p": 0.9, "min_tokens_to_keep": 1}}
+    proc = subprocess.run([node, str(JS)], input=json.dumps(request) + "\n", capture_output=True, text=True,
+                          timeout=60)
+    response = json.loads(proc.stdout)
+    assert response["id"] == "textbook_top_p/0000" and "last bit" in response["unsupported"]

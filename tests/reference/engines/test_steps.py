@@ -32,6 +32,28 @@ def test_penalty_over_padding_is_the_difference():
     assert prompt(EngineRules(rp_ctx="unpadded")).process(x, [], np.float32(-np.inf))[0] == np.float32(1.0)
 
 
+def test_the_penalty_is_the_package_rule_on_what_each_context_sees():
+    """Every context penalises each token it lists once (4.38.2's rule); "unpadded" is transformers 5.x's rule
+    (processors/transformers5.py, semantics="5"): the same as the rule on the row without its left padding."""
+    from refdecode.processors.transformers5 import repetition_penalty_process
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        pad = int(rng.integers(0, 3))
+        row = [0] * pad + [int(t) for t in rng.integers(0, 6, 4)]
+        gen = [int(t) for t in rng.integers(0, 6, int(rng.integers(0, 3)))]
+        x = rng.standard_normal(6).astype(np.float32)
+        for ctx in ("row", "unpadded", "tail", "none", "right_padded"):
+            p = prompt(EngineRules(rp_ctx=ctx), row=row, mask=[0] * pad + [1] * 4, repetition_penalty=1.3)
+            seen = sorted(set(p.context(ctx, gen)))
+            want = x.copy()
+            want[seen] = np.where(x[seen] < 0, x[seen] * np.float32(1.3), x[seen] / np.float32(1.3))
+            np.testing.assert_array_equal(p.process(x, gen, np.float32(-np.inf)), want)
+        five = repetition_penalty_process(np.array([row + gen]), x[None], 1.3, pad)[0]
+        np.testing.assert_array_equal(prompt(EngineRules(rp_ctx="unpadded"), row=row, mask=[0] * pad + [1] * 4,
+                                             repetition_penalty=1.3).process(x, gen, np.float32(-np.inf)), five)
+
+
 def test_process_is_out_of_place_and_masks_eos_until_min_length():
     x = np.zeros(5, dtype=np.float32)
     p = prompt(EngineRules(), repetition_penalty=1.0, min_new_tokens=2)
