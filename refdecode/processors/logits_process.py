@@ -32,7 +32,7 @@ import numpy as np
 from ..recorder import NO_TRACE, Recorder
 from .arguments import check_count, check_input_ids, check_positive_float, check_scores, check_vocab_ids
 from ..generation_rules import eos_list
-from ..validation import check_integer, describe, is_integer
+from ..validation import is_integer
 
 __all__ = [
     "min_length_process",
