@@ -70,7 +70,7 @@ def test_implementer_detail_sits_in_a_for_implementers_box(page, phrase):
     """pages that mix beginner and implementer detail (torch's sort stability past 16
     entries, float32 accumulation, tie orders) keep the latter in a marked "For implementers" box."""
     text = (DOCS / page).read_text("utf-8")
-    boxes = [m.group(0) for m in re.finditer(r'^!!! note "For implementers[^"]*"\n((?:    .*\n|\n)+)', text,
+    boxes = [m.group(0) for m in re.finditer(r'^(?:!!!|\?\?\?\+?) note "For implementers[^"]*"\n((?:    .*\n|\n)+)', text,
                                              flags=re.M)]
     assert any(phrase in box for box in boxes), f"docs/{page}: {phrase!r} is not in a 'For implementers' box"
     outside = text

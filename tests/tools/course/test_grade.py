@@ -225,5 +225,6 @@ def test_source_copied_from_refdecode_is_flagged_not_zeroed(tmp_path):
     with open(sub / "decoding.py", "a") as f:
         f.write("\n\n" + inspect.getsource(top_p_warp).replace("def top_p_warp", "def my_top_p"))
     flags = grade.similar_to_refdecode(sub)
-    assert flags == ["decoding.py:my_top_p ~ refdecode/processors/logits_warp.py:top_p_warp (1.00)"], flags
+    assert len(flags) == 1 and flags[0].startswith("decoding.py:my_top_p ~ refdecode/processors/logits_warp.py:top_p_warp ("), flags
+    assert float(flags[0].rsplit("(", 1)[1].rstrip(")")) >= 0.95, flags   # the decorator line aside, the same text
     assert grade.similar_to_refdecode(REFERENCE) == []          # the reference solution is written independently
