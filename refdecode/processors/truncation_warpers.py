@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import torch_cumsum, torch_log_softmax, torch_scatter, torch_softmax, torch_sort
+from ..numerics import (categorical_entropy, torch_cumsum, torch_log_softmax, torch_nansum, torch_scatter,
+                        torch_softmax, torch_sort, vml_exp, vml_sqrt)
 from ..validation import is_integer, is_number
 from .arguments import check_filter_value, checks_scores
 from .logits_warp import LogitsWarper
@@ -51,14 +52,6 @@ __all__ = [
 # Pure functions: scores -> new scores
 
 
-def _nansum(x: np.ndarray) -> np.ndarray:
-    """``x.nansum(-1, keepdim=True)``: NaN (``-inf * 0``, a removed token) counts as 0; (B, V) -> (B, 1)."""
-    return np.nansum(x, axis=-1, keepdims=True)
-
-
-_FLOAT32_MIN = float(np.finfo(np.float32).min)
-
-
 @checks_scores
 def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("inf"),
                  min_tokens_to_keep: int = 1) -> np.ndarray:
@@ -73,11 +66,10 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     it is far more probable than typical).
 
     transformers 4.38.2 ``TypicalLogitsWarper``, line for line. The float details come from the numerics
-    wing (docs/last-bit.md): torch's log_softmax and softmax bit for bit, ``cumsum`` with a float64
-    accumulator, ``mass`` compared as float32, and torch's CPU order for the tie group the
-    ``min_tokens_to_keep`` cut splits. Not reproduced: the last bit of the entropy (``torch.exp`` is MKL's
-    ``vsExp`` and ``nansum`` a cascade of vector sums; NumPy's ``exp`` and ``nansum`` stand in), which
-    changed the kept set on 3 of 3,000 textbook rows against transformers 4.38.2 (docs/last-bit.md).
+    wing (docs/last-bit.md): torch's log_softmax and softmax bit for bit, ``nansum``'s order of additions,
+    ``cumsum`` with a float64 accumulator, ``mass`` compared as float32, and torch's CPU order for the tie group
+    the ``min_tokens_to_keep`` cut splits. Not reproduced: ``torch.exp`` (MKL's ``vsExp`` on torch's CPU
+    build, closed source); the correctly rounded :math:`e^x`, which it equals on 99% of inputs, stands in.
 
     >>> s = np.log(np.array([[0.5, 0.25, 0.15, 0.1]], dtype=np.float32))   # H = 1.21 nats
     >>> typical_warp(s, 0.5)              # d = [0.52, 0.18, 0.69, 1.09]: token 1, then 0 (mass 0.75)
@@ -85,7 +77,7 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     """
     normalized = torch_log_softmax(scores)
     with np.errstate(invalid="ignore"):  # -inf * 0 = NaN for removed tokens: nansum skips them, as torch's does
-        ent = -_nansum(normalized * np.exp(normalized))  # entropy, (B, 1)
+        ent = -torch_nansum(normalized * vml_exp(normalized))[..., None]  # entropy, (B, 1)
     shifted_scores = np.abs(-normalized - ent)
     sorted_scores, sorted_indices = torch_sort(shifted_scores, descending=False)
     sorted_logits = np.take_along_axis(scores, sorted_indices, axis=-1)
@@ -129,10 +121,14 @@ def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("i
 
     except the ``min_tokens_to_keep`` highest scores. A flat distribution (large H) gets a small
     cutoff, a peaked one the full :math:`\epsilon`. :math:`H` is computed as
-    ``torch.distributions.Categorical(logits=scores).entropy()`` does (log-probs clamped at the
-    float32 minimum, so ``-inf`` tokens add 0); ``epsilon`` is a float32 constant.
+    ``torch.distributions.Categorical(logits=scores).entropy()`` does (``scores - logsumexp(scores)``,
+    clamped at the float32 minimum, so ``-inf`` tokens add 0; torch's sum order); ``epsilon`` is a float32
+    constant.
 
-    transformers 4.38.2 ``EtaLogitsWarper``.
+    transformers 4.38.2 ``EtaLogitsWarper``. Not reproduced: torch's elementwise ``exp`` and ``sqrt`` (MKL's
+    ``vsExp`` / ``vsSqrt``, closed source; ``vsSqrt`` is not correctly rounded on 20% of inputs); correctly
+    rounded values stand in, so on rows where :math:`\eta` lands exactly on a probability the kept set can
+    differ (15 of 480 textbook rows; docs/last-bit.md).
 
     >>> s = np.log(np.array([[0.6, 0.3, 0.06, 0.04]], dtype=np.float32))   # H = 0.98, eta = min(0.1, 0.12)
     >>> np.isfinite(eta_warp(s, 0.1))
@@ -142,10 +138,9 @@ def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("i
         raise ValueError("eta sampling needs a distribution in every row, but `scores` has a row that is all -inf "
                          "or holds NaN (torch's Categorical refuses it too)")
     probabilities = torch_softmax(scores)
-    logits = np.maximum(torch_log_softmax(scores), _FLOAT32_MIN)  # Categorical(logits=scores), clamped
-    entropy = -(logits * torch_softmax(logits)).sum(axis=-1, keepdims=True)  # Categorical(...).entropy(), (B, 1)
+    entropy = categorical_entropy(scores)  # torch.distributions.Categorical(logits=scores).entropy(), (B,)
     eps = np.float32(epsilon)
-    eta = np.minimum(eps, np.sqrt(eps) * np.exp(-entropy))
+    eta = np.minimum(eps, vml_sqrt(eps) * vml_exp(-entropy))[..., None]  # (B, 1)
     indices_to_remove = probabilities < eta
     top_k = min(min_tokens_to_keep, scores.shape[-1])
     indices_to_remove &= scores < np.partition(scores, -top_k, axis=-1)[..., -top_k, None]  # torch.topk's k-th
