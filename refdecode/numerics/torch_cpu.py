@@ -56,14 +56,14 @@ def lane_sum(values: np.ndarray, lanes: int = 16) -> np.ndarray:
         for k in range(1, n):
             total += values[:, k]
         return total
-    vectors = -(-n // lanes)
-    padded = np.zeros((rows, vectors * lanes), _F32)  # the last, partial vector: zeros in the lanes past the row
-    padded[:, :n] = values
-    padded = padded.reshape(rows, vectors, lanes)
-    nonzero = padded.any(axis=(0, 2))  # a vector of zeros (exp(-inf): removed tokens) adds nothing to any lane
-    if not nonzero.all():
-        padded = padded[:, nonzero]
-    acc = np.cumsum(padded, axis=1, dtype=_F32)[:, -1]  # per lane, in row order (cumsum is sequential)
+    full = n // lanes  # whole vectors; the last, partial one is padded with zeros in the lanes past the row
+    # per lane, in row order: NumPy reduces a non-contiguous axis by adding whole (R, lanes) slices one after
+    # the other, so lane l is v[0][l] + v[1][l] + ... left to right, as the kernel's vector accumulator
+    acc = np.add.reduce(values[:, : full * lanes].reshape(rows, full, lanes), axis=1)
+    if n > full * lanes:
+        tail = np.zeros((rows, lanes), _F32)
+        tail[:, : n - full * lanes] = values[:, full * lanes :]
+        acc = acc + tail  # a lane past the row adds 0.0: no change
     width = lanes
     while width > 1:  # horizontal: lane l + lane l + width/2
         width //= 2
