@@ -35,6 +35,7 @@ import refdecode as rd
 from .kinds import BOOL, F32, F64, FLOAT, I64, INT, STR, Enum, ListOf, Obj, obj
 from .registry import Case, CaseType, register
 from .toy_model import ToyModel
+from ...generation_rules import eos_list
 from ...recorder import Recorder
 
 __all__ = ["decode", "run_decode", "build_toy_cases", "full_config", "UniformStream", "CONFIG", "GOLDEN_MODELS",
@@ -341,7 +342,7 @@ def golden_cases(file: str, modes: tuple[str, ...], sample: bool) -> list[Case]:
         eos = kwargs.pop("eos_token_id") if "eos_token_id" in kwargs else meta["eos"][case["model"]]
         if "max_length" in kwargs:
             kwargs["max_new_tokens"] = kwargs.pop("max_length") - ids.shape[1]
-        config = full_config(eos_token_id=eos if isinstance(eos, list) else [eos], **kwargs)
+        config = full_config(eos_token_id=eos_list(eos, no_token=True), **kwargs)
         config["min_length"] = max(config["min_length"], 0)
         inp = {"model": {"kind": "gpt2", "path": str(GOLDEN_MODELS / case["model"])}, "input_ids": ids,
                "attention_mask": mask, "config": config}

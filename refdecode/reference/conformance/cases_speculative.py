@@ -33,6 +33,7 @@ import numpy as np
 import refdecode as rd
 from refdecode.decoding.assisted_decoding import count_matches, speculative_sampling
 from refdecode.decoding.candidate_generator import prompt_lookup
+from refdecode.generation_rules import eos_list
 from refdecode.model.stand_ins import CountingModel
 
 from .cases_decode import (CONFIG, GOLDEN, GPT2_MODEL, MIN_MARGIN, UniformStream, compare_decode_case, decode,
@@ -222,7 +223,7 @@ def _build_assisted(mode: str) -> list[Case]:
             eos = json.loads((root / case["model"] / "config.json").read_text())["eos_token_id"]
         inp: dict[str, Any] = {"model": {"kind": "gpt2", "path": str(root / case["model"])}, "input_ids": ids,
                                "attention_mask": mask,
-                               "config": full_config(eos_token_id=eos if isinstance(eos, list) else [eos], **kwargs)}
+                               "config": full_config(eos_token_id=eos_list(eos, no_token=True), **kwargs)}
         if case["assistant"] is not None:
             inp.update(assistant={"kind": "gpt2", "path": str(root / case["assistant"])},
                        num_assistant_tokens=case["num_assistant_tokens"],
