@@ -32,22 +32,6 @@ do_sample / uniforms        Unsupported (``sampling_topk/topp/temperature`` exis
                             CTranslate2's own generator: the case's uniforms cannot be given)
 ==========================  =================================================================================
 
-PROMPT MODE for what it counts)
-eos_token_id (list)         ``end_token=[ids]``, ``return_end_token=True`` (the eos stays in the row, as in HF)
-num_beams                   ``beam_size`` (``patience=1``, the default)
-length_penalty              ``length_penalty``
-early_stopping              no option: CTranslate2 has one finishing rule (passed nowhere, the case shows it)
-num_return_sequences        ``num_hypotheses``
-repetition_penalty          ``repetition_penalty``
-no_repeat_ngram_size        ``no_repeat_ngram_size``
-min_length, min_new_tokens  ``min_length`` = the number of generated tokens before eos is allowed:
-                            ``max(min_new_tokens, min_length - T)`` with T the request's padded width (HF
-                            counts ``input_ids.shape[-1]``, padding included), plus PROMPT MODE's offset
-num_beam_groups > 1         Unsupported (no group beam search)
-do_sample / uniforms        Unsupported (``sampling_topk/topp/temperature`` exist, but draws come from
-                            CTranslate2's own generator: the case's uniforms cannot be given)
-==========================  =================================================================================
-
 PROMPT MODE (``CT2_INCLUDE_PROMPT``, default ``1``, CTranslate2's default ``include_prompt_in_result=True``):
 with 1 the prompt's first token is the start token and the rest is a forced prefix decoded in the loop, so
 ``max_length``/``min_length`` count the prompt minus one token and the processors see the prompt minus its

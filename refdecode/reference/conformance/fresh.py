@@ -117,8 +117,9 @@ def _reaches_short_walk(inp: dict) -> bool:
 
 
 def _draw(rng: np.random.Generator, group: str) -> dict:
-    """One case's input of ``group``; eos_heavy draws until the regime is reached (at most 400 draws)."""
-    for _ in range(400 if group == "eos_heavy" else 1):
+    """One case's input of ``group``; eos_heavy draws until the regime is reached (one draw in about 45 does; at
+    most 2000 draws)."""
+    for _ in range(2000 if group == "eos_heavy" else 1):
         path = _model(rng, group)
         shipped = path == SHIPPED
         cfg = model_for({"kind": "gpt2", "path": str(path)}, {}).config
@@ -134,7 +135,7 @@ def _draw(rng: np.random.Generator, group: str) -> dict:
                "config": config}
         if group != "eos_heavy" or _reaches_short_walk(inp):
             return inp
-    raise ValueError("no eos_heavy case reached onnxruntime-genai's short walk in 400 draws; try another --seed")
+    raise ValueError("no eos_heavy case reached onnxruntime-genai's short walk in 2000 draws; try another --seed")
 
 
 def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS) -> dict[str, list[Case]]:

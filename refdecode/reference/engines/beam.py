@@ -168,14 +168,14 @@ def beam_search(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRul
     """The 4.38 loop over all prompts in lockstep (``can_improve_offset`` reads across prompts); ``events``: a list
     that gets a dict for each step where a prompt ran short of non-eos candidates (G5's unfilled slots)."""
     states = [_State(p, rules) for p in prompts]
-    max_new = prompts[0].max_new
-    for step in range(max_new):
-        last = step == max_new - 1
+    for step in range(max(p.max_new for p in prompts)):   # one budget for all but under lengths_from_unpadded
+        live = [not s.done and step < s.prompt.max_new for s in states]
         # 1) candidates of every prompt still searching
-        cands = [candidates(logits, s.prompt, s.beams, rules, step) if not s.done else [] for s in states]
+        cands = [candidates(logits, s.prompt, s.beams, rules, step) if on else [] for s, on in zip(states, live)]
         for b, state in enumerate(states):
-            if state.done:
+            if not live[b]:
                 continue
+            last = step == state.prompt.max_new - 1
             if last and rules.last == "topk":     # 5.x / CTranslate2: the top K candidates finish, eos or not
                 for tok, score, src in cands[b][:state.K]:
                     gen = state.beams[src][1] + [tok]

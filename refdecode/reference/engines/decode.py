@@ -106,7 +106,7 @@ def _layout(rows: list[tuple[Prompt, list[int]]], cfg: dict, eos_out: str) -> np
     elif eos_out == "first":   # 4.38.2 finalize: the hypothesis without its eos, then eos_token_id[0] where it fits
         T = rows[0][0].T
         bodies = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
-        width = min(max(map(len, bodies)) + 1, T + int(cfg["max_new_tokens"]))
+        width = min(max(map(len, bodies)) + 1, T + max(p.max_new for p, _ in rows))
         full = [b + [eos[0]] if len(b) < width else b for b in bodies]
     else:
         full = [p.row + g for p, g in rows]
