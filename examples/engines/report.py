@@ -2,6 +2,7 @@ r"""Write docs/engines.md and examples/engines/report.json from the engines' rec
 
     .venv/bin/python examples/engines/report.py [--bench examples/engines/bench.jsonl] [--no-attribute]
                                                 [--run-seconds N] [--refdecode-bench] [--check-dir DIR]
+                                                [--fresh fresh.json ...]
     .venv/bin/python examples/engines/report.py --from-json      # the page again from report.json
 
 Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
@@ -216,6 +217,27 @@ def findings_sections_naming(engine: str, case_id: str) -> list[str]:
     return found
 
 
+def fresh_lines(fresh: dict | None) -> list[str]:
+    """The page's section on fresh cases (``fresh_check.py --json``'s results, merged): profile = engine per engine,
+    every mismatch with its case."""
+    if not fresh:
+        return []
+    lines = ["", "### Fresh cases (drawn anew, never in the suite)", "",
+             f"`examples/engines/fresh_check.py --fresh {fresh['cases']} --seed {fresh['seed']}` "
+             "(`refdecode conformance fresh`: left-padded batches of new prompts, new settings, near-ties kept and "
+             "labelled; groups greedy, beam_search, eos_heavy) through each engine's adapter, its answers against "
+             "its profile:", "",
+             "| engine (profile) | answered | profile = engine | differ from 4.38.2 | of those profile = engine | "
+             "unsupported |", "|---|---|---|---|---|---|"]
+    for name, r in fresh["engines"].items():
+        lines.append(f"| {name} | {r['answered']} | {r['same']} | {r['departing']} | {r['departing_same']} | "
+                     f"{r['unsupported']} |")
+    mismatches = [(name, m) for name, r in fresh["engines"].items() for m in r["mismatches"]]
+    lines += ["", "Mismatches: " + ("none." if not mismatches else "")]
+    lines += [f"* **{name}** {m['id']} ({m['note']}): {m['why']}" for name, m in mismatches]
+    return lines
+
+
 def write_markdown(report: dict) -> str:
     lines = [
         "# Engines: where real inference engines depart from transformers 4.38.2, and why",
@@ -301,6 +323,7 @@ def write_markdown(report: dict) -> str:
             where = ", ".join(f"\"{h}\"" for h in findings_sections_naming(engine, c["id"])) or "(none names it)"
             lines.append(f"* **{engine}** {c['id']} (departs at row {c['departs'].get('row')}, index "
                          f"{c['departs'].get('position')}): FINDINGS.md {where}")
+    lines += fresh_lines(report.get("fresh"))
     lines += ["", "### Causes assigned to the differing cases", "",
               "For each differing case, a minimal set of the engine's switches that, turned on over 4.38.2's "
               "rules, gives the engine's answer: one switch alone when one does (the first listed when several "
@@ -358,6 +381,8 @@ def main() -> None:
     ap.add_argument("--run-seconds", type=float, default=None,
                     help="how long run_all.sh took before this step (this step's own time is added)")
     ap.add_argument("--provenance", default="The engines' answers are the committed responses.jsonl files.")
+    ap.add_argument("--fresh", type=Path, action="append", default=[],
+                    help="fresh_check.py --json output(s) of one seed, merged into the report's fresh-case section")
     ap.add_argument("--from-json", action="store_true",
                     help="only write docs/engines.md again from report.json (after a FINDINGS.md edit)")
     args = ap.parse_args()
@@ -377,6 +402,9 @@ def main() -> None:
                 else "not measured (this page was written from the committed responses)")
     report = {"date": datetime.date.today().isoformat(), "engines": engines, "bench": bench, "run_time": run_time,
               "provenance": args.provenance}
+    for path in (p for p in args.fresh if p.exists()):
+        found = json.loads(path.read_text())
+        report.setdefault("fresh", {**found, "engines": {}})["engines"].update(found["engines"])
     (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (ROOT / "docs" / "engines.md").write_text(write_markdown(report))
     for e in engines:

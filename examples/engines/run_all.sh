@@ -44,6 +44,12 @@ for e in "${ENGINES[@]}"; do
   echo "run $e: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
 done
 
+# 4b) fresh cases (new every run, the seed in the page): every engine's answers against its profile
+FRESH_SEED=${FRESH_SEED:-$(date -u +%Y%m%d)}
+$PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh" \
+  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 || true
+echo "fresh cases (seed $FRESH_SEED): $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
+
 # 5) speed (alternating engines, one at a time)
 : > "$WORK/bench.jsonl"
 for e in "${ENGINES[@]}"; do
@@ -55,6 +61,6 @@ for e in "${ENGINES[@]}"; do
 done
 
 # 6) the report
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench --run-seconds $(( $(date +%s) - START )) \
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench --fresh "$WORK/fresh.json" --run-seconds $(( $(date +%s) - START )) \
   --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
 echo "run_all.sh: $(( $(date +%s) - START )) s"

@@ -4,13 +4,18 @@ On first use of a model folder the adapter converts it (convert.py, CTranslate2'
 float32) into ``cache/<folder name>-<first 12 hex of sha256(model.safetensors)>/`` and loads it with
 ``ctranslate2.Generator(path, device="cpu", compute_type="float32", inter_threads=1, intra_threads=1)``.
 
-Each prompt of the request (its left padding removed with ``attention_mask``) is one ``generate_batch`` call.
-How a transformers 4.38.2 ``GenerationConfig`` is expressed in ``generate_batch``:
+The request's prompts go to ONE ``generate_batch`` call, as CTranslate2's users call it: each prompt as its real
+tokens (its left padding removed with ``attention_mask``; CTranslate2 pads the batch itself), the options below
+once for the batch, in the engine's own meaning. ``CT2_PER_PROMPT=1`` instead calls it once per prompt with the
+lengths stated per prompt (refdecode's profile ``ctranslate2-per-prompt``).
 
 ==========================  =================================================================================
 transformers                CTranslate2
 ==========================  =================================================================================
-max_new_tokens              ``max_length`` (generated tokens; see PROMPT MODE for what it counts)
+max_new_tokens              ``max_length`` = T - 1 + max_new_tokens: decoding steps from the prompts' first
+                            token (with include_prompt_in_result the prompt is a forced prefix decoded in the
+                            loop), T the request's width, so the longest prompt gets max_new_tokens; a shorter
+                            one gets its padding's worth more (profile switch ``lengths_from_unpadded``, C8)
 eos_token_id (list)         ``end_token=[ids]``, ``return_end_token=True`` (the eos stays in the row, as in HF)
 num_beams                   ``beam_size`` (``patience=1``, the default)
 length_penalty              ``length_penalty``
@@ -18,9 +23,10 @@ early_stopping              no option: CTranslate2 has one finishing rule (passe
 num_return_sequences        ``num_hypotheses``
 repetition_penalty          ``repetition_penalty``
 no_repeat_ngram_size        ``no_repeat_ngram_size``
-min_length, min_new_tokens  ``min_length`` = the number of generated tokens before eos is allowed:
-                            ``max(min_new_tokens, min_length - T)`` with T the request's padded width (HF
-                            counts ``input_ids.shape[-1]``, padding included), plus PROMPT MODE's offset
+min_length, min_new_tokens  ``min_length`` = max(min_length, T + min_new_tokens) - 1: steps, counted as
+                            max_length is, before an eos is allowed (transformers counts min_length over the
+                            padded width and min_new_tokens from it; the same for the longest prompt, C8 for
+                            the others)
 num_beam_groups > 1         Unsupported (no group beam search)
 do_sample / uniforms        Unsupported (``sampling_topk/topp/temperature`` exist, but draws come from
                             CTranslate2's own generator: the case's uniforms cannot be given)
@@ -54,6 +60,7 @@ from protocol import Unsupported, serve  # noqa: E402
 import ctranslate2  # noqa: E402
 
 INCLUDE_PROMPT = os.environ.get("CT2_INCLUDE_PROMPT", "1") != "0"
+PER_PROMPT = os.environ.get("CT2_PER_PROMPT", "") == "1"
 CACHE = Path(os.environ.get("CT2_CACHE", HERE / "cache"))
 _GENERATORS: dict[str, tuple[ctranslate2.Generator, dict]] = {}
 
@@ -106,8 +113,9 @@ def tok(i: int) -> str:
     return f"<{i}>"
 
 
-def options(config: dict, width: int, prompt_len: int) -> dict:
-    """generate_batch keywords for one prompt of unpadded length prompt_len (request width `width`)."""
+def options(config: dict, width: int, prompt_len: int | None = None) -> dict:
+    """generate_batch keywords for the batch (``prompt_len`` None) or, per prompt, for one prompt of unpadded
+    length ``prompt_len`` (request width ``width``)."""
     if config.get("do_sample"):
         raise Unsupported("sampling: CTranslate2 draws with its own generator; no option to take the uniforms")
     if int(config.get("num_beam_groups", 1)) > 1:
@@ -119,9 +127,19 @@ def options(config: dict, width: int, prompt_len: int) -> dict:
     if not eos:
         raise Unsupported("no eos_token_id: CTranslate2 always stops on an end token (its model eos by default)")
     new = int(config["max_new_tokens"])
-    min_new = max(int(config.get("min_new_tokens") or 0), int(config.get("min_length") or 0) - width, 0)
-    min_new = min(min_new, new)
-    offset = prompt_len - 1 if INCLUDE_PROMPT else 0
+    min_length, min_new_tokens = int(config.get("min_length") or 0), int(config.get("min_new_tokens") or 0)
+    if prompt_len is None:   # the batch: steps from the prompts' first token, the longest prompt as the user sees it
+        offset = width - 1 if INCLUDE_PROMPT else 0
+        max_length = offset + new
+        min_steps = max(min_length, width + min_new_tokens) - 1 if INCLUDE_PROMPT else \
+            max(min_new_tokens, min_length - width, 0)
+    else:                    # per prompt: 4.38.2's constraint, stated for this prompt
+        offset = prompt_len - 1 if INCLUDE_PROMPT else 0
+        max_length = offset + new
+        min_steps = offset + min(max(min_new_tokens, min_length - width, 0), new)
+    # the engine refuses min_length > max_length ("The minimum decoding length is greater than the maximum decoding
+    # length"); min_length = max_length is the same constraint: no eos within the budget
+    min_steps = min(min_steps, max_length)
     beams = int(config.get("num_beams", 1))
     return dict(
         beam_size=beams,
@@ -132,8 +150,8 @@ def options(config: dict, width: int, prompt_len: int) -> dict:
         no_repeat_ngram_size=int(config.get("no_repeat_ngram_size", 0)),
         end_token=eos,
         return_end_token=True,
-        max_length=offset + new,
-        min_length=offset + min_new,
+        max_length=max_length,
+        min_length=min_steps,
         include_prompt_in_result=INCLUDE_PROMPT,
         return_scores=beams > 1,
         sampling_topk=1,
@@ -155,13 +173,15 @@ def answer(request: dict) -> dict:
     gen, model_config = generator(inp["model"])
     width = len(inp["input_ids"][0])
     pad = config.get("pad_token_id")
+    prompts = [[t for t, m in zip(ids, mask) if m] for ids, mask in zip(inp["input_ids"], inp["attention_mask"])]
+    if not all(prompts):
+        raise Unsupported("an empty prompt: CTranslate2 needs at least one start token")
+    if PER_PROMPT:
+        results = [gen.generate_batch([[tok(t) for t in p]], **options(config, width, len(p)))[0] for p in prompts]
+    else:
+        results = gen.generate_batch([[tok(t) for t in p] for p in prompts], **options(config, width))
     rows, scores = [], []
-    for ids, mask in zip(inp["input_ids"], inp["attention_mask"]):
-        prompt = [t for t, m in zip(ids, mask) if m]
-        if not prompt:
-            raise Unsupported("an empty prompt: CTranslate2 needs at least one start token")
-        opts = options(config, width, len(prompt))
-        [result] = gen.generate_batch([[tok(t) for t in prompt]], **opts)
+    for ids, prompt, result in zip(inp["input_ids"], prompts, results):
         for k, seq in enumerate(result.sequences_ids):
             if INCLUDE_PROMPT:
                 # the start token is dropped from the result when it is the model's bos (language_model.cc)

@@ -9,8 +9,11 @@ Started by ``examples/engines/onnxruntime-genai/run`` inside ``env/`` (made by `
 * the prompts go in as onnxruntime-genai's own batch convention: RIGHT-padded with ``pad_token_id`` (its
   ``PadInputs``, src/models/model.cpp; the attention mask and position ids are derived from trailing pad tokens,
   src/models/position_inputs.cpp). The request's attention mask says which tokens are real; they are moved to the
-  left of the row. The answer is laid out as transformers does: the request's own (left-padded) prompt row + the
-  generated tokens, rows right-padded with ``pad_token_id`` to the longest;
+  left of the row. The answer is what ``get_sequence()`` returns, each row's right-padded prompt replaced by the
+  request's own (left-padded) prompt row, rows right-padded with ``pad_token_id`` to the longest: nothing else is
+  edited. So a beam hypothesis that ended on an eos comes without it (the engine stores the sequence before the eos),
+  and greedy rows lack the step on which the last row took its eos (the engine stops without appending it);
+  refdecode's profile has both as switches (``eos_out="none"``, ``drop_last_step``; FINDINGS.md G9, G10);
 * options go to ``GeneratorParams.set_search_options``: max_length = prompt width + max_new_tokens; min_length =
   max(min_length, prompt width + min_new_tokens) (transformers 4.38.2's MinNewTokensLengthLogitsProcessor counts
   from the padded prompt width, so this is the same constraint, stated in the engine's only length option);
@@ -27,7 +30,6 @@ neither).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,8 +47,6 @@ import onnxruntime_genai as og  # noqa: E402
 
 ENGINE = "onnxruntime-genai"
 VERSION = og.__version__
-# REFDECODE_GENAI_RAW_SEQUENCES=1: answer get_sequence() as it is (without the final eos greedy search drops).
-RAW_SEQUENCES = os.environ.get("REFDECODE_GENAI_RAW_SEQUENCES", "") == "1"
 
 # transformers 4.38.2's GenerationConfig defaults: any other value of a field not handled below is Unsupported.
 HF_DEFAULTS = {
@@ -90,7 +90,12 @@ def model_for(model_dir: Path, eos: list[int], pad: int) -> og.Model:
         folder = converted(model_dir)
         config = og.Config(str(folder))
         config.clear_providers()  # CPU
-        config.overlay(json.dumps({"model": {"eos_token_id": eos, "pad_token_id": pad}}))
+        # A number replaces the config's eos list, a list is appended to it (config.cpp: Model_Element
+        # ``eos_token_id.assign(1, ...)``, Int_Array_Element ``emplace_back``): the first id as a number, the rest
+        # as a list, so the engine stops on exactly the request's ids and not also on the folder's own eos.
+        config.overlay(json.dumps({"model": {"eos_token_id": eos[0], "pad_token_id": pad}}))
+        if len(eos) > 1:
+            config.overlay(json.dumps({"model": {"eos_token_id": eos[1:]}}))
         if len(_models) > 8:
             _models.clear()
         _models[key] = og.Model(config)
@@ -151,26 +156,10 @@ def generate(model_dir: Path, input_ids: list[list[int]], attention_mask: list[l
     generator.append_tokens(right)
     while not generator.is_done():
         generator.generate_next_token()
-    last = None
-    if num_beams == 1 and not RAW_SEQUENCES:
-        # Greedy search stops when the last unfinished row selects an eos, and then does not append that token
-        # (search.cpp, GreedySearch_Cpu::SelectTop: `if (!done_) AppendNextTokensToSequences();`): the engine chose
-        # it, get_next_tokens() holds it (pad_token_id for rows finished before), get_sequence() lacks it.
-        length = len(generator.get_sequence(0))
-        if length < max_length:
-            last = [int(t) for t in generator.get_next_tokens()]
     rows = []
     for b in range(batch):
         for r in range(nrs):
             seq = [int(t) for t in generator.get_sequence(b * nrs + r)]
-            if last is not None:
-                seq.append(last[b])
-            if num_beams > 1 and len(seq) < max_length and not RAW_SEQUENCES:
-                # A finished hypothesis is stored without its eos (beam_search_scorer.cpp, BeamSearchScorer::Process:
-                # the current sequence is cloned before the eos is appended), so every hypothesis shorter than
-                # max_length ended on an eos. transformers 4.38.2 stores its hypotheses the same way and appends
-                # eos_token_id[0] in finalize (beam_search.py:402-404); so does this layout.
-                seq.append(eos[0])
             rows.append(list(input_ids[b]) + seq[width:])
     longest = max(len(r) for r in rows)
     return {"sequences": [r + [pad] * (longest - len(r)) for r in rows]}

@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from . import fresh
+
 DESCRIPTION = """\
 Check a decoder written in any language (C++, Rust, JavaScript, CUDA, ...) against refdecode,
 case by case: logits processors and warpers, BeamHypotheses, BeamSearchScorer, and whole decodes
@@ -62,7 +64,7 @@ one that departs on the rule "departs on the RULE"; --tolerate-last-bit counts t
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="refdecode conformance", description=DESCRIPTION,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{export,check,serve,trace}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{export,check,serve,trace,fresh}")
     ex = sub.add_parser("export", help="write the suite to DIR", description="Write the conformance suite to DIR "
                         "(manifest.json, cases/*.jsonl, arrays/*.npy, models/*): deterministic, byte-identical on "
                         "every run of the same refdecode version.")
@@ -101,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("dir", metavar="DIR", help="a suite written by `refdecode conformance export`")
     tr.add_argument("case_id", metavar="CASE_ID", help="the case's id, e.g. gpt2_greedy/0003")
     tr.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the trace (JSON)")
+    fresh.add_parser(sub)
     return ap
 
 
@@ -128,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {manifest['case_count']} cases of {len(manifest['case_types'])} types to {args.dir} "
                   f"in {time.perf_counter() - start:.1f} s", file=sys.stderr)
             return 0
+        if args.command == "fresh":
+            return fresh.main(args)
         if args.command == "check":
             return check.check(args.dir, args.cmd, only=args.only, timeout=args.timeout,
                                list_unsupported=args.list_unsupported, tolerate_last_bit=args.tolerate_last_bit)

@@ -137,17 +137,22 @@ def _refuse_foreign(root: Path, written: list[str]) -> None:
             raise ValueError(f"refusing to overwrite {root / rel}: an earlier export did not write it")
 
 
-def export(directory: str | Path, types: list[str] | None = None, limit: int | None = None) -> dict:
+def export(directory: str | Path, types: list[str] | None = None, limit: int | None = None,
+           case_types: list[CaseType] | None = None) -> dict:
     """Write the suite to ``directory``; returns the manifest.
 
-    ``types`` and ``limit`` (the first ``limit`` cases of each type) export a subset, as the tests do.
+    ``types`` and ``limit`` (the first ``limit`` cases of each type) export a subset, as the tests do;
+    ``case_types`` (instead of ``types``): these case types as given, e.g. a registered type with other cases
+    (``fresh.py``).
     """
     root = Path(directory)
     _prepare(root)
     (root / "cases").mkdir(exist_ok=True)
     entries, written = [], []
-    for name in types if types is not None else list(REGISTRY):
-        case_type = REGISTRY[name]
+    if case_types is None:
+        case_types = [REGISTRY[name] for name in (types if types is not None else list(REGISTRY))]
+    for case_type in case_types:
+        name = case_type.name
         lines = []
         for n, case in _first(case_type.build(), limit):
             expected = case.expected if case.expected is not None else case_type.run(case.input)

@@ -15,6 +15,10 @@ best first; new tokens keep the eos that finished a hypothesis (``decode.py`` wr
 4. at max_length, the K running beams of unfinished prompts are added; the best num_return_sequences win,
    among equal scores the later inserted.
 
+With ``candidates="2k"`` a step may hold fewer than K non-eos candidates among the 2K (more than K eos: two or more
+eos ids); 4.38.2's max(2, 1 + n_eos) * K never does. onnxruntime-genai then keeps the unfilled slots' values of
+the last step that filled them (``_walk``; its FINDINGS.md, G5).
+
 The switches (``EngineRules``): ``candidates``, ``first_eos``, ``finish``, ``last``, ``offset``,
 ``hyp_length_with_prompt``, ``can_improve_length``, ``can_improve_offset``, ``tie_earlier_wins``.
 """
@@ -96,28 +100,44 @@ class _State:
         self.done = False
         self.added = 0              # hypotheses ever added (CTranslate2 counts them all)
         self.top_finished = False   # CTranslate2: the rank-0 candidate was an eos at some step
+        self.slots: list[tuple[np.float32, int, int]] | None = None   # the K slots last written (genai G5)
+        self.step = 0
 
 
-def _walk(state: _State, cands: list[list], rules: EngineRules) -> None:
-    """Step 2: eos candidates of rank < K become hypotheses; the other candidates fill the K next beams."""
-    new = []
+def _walk(state: _State, cands: list[list], rules: EngineRules, events: list | None = None) -> None:
+    """Step 2: eos candidates of rank < K become hypotheses; the other candidates fill the K next beams.
+
+    Fewer than K non-eos candidates (only with ``candidates="2k"``: more than K eos among the 2K): the slots
+    left unfilled keep the (score, token, source beam) they were given at the last step that filled them,
+    applied to the current beams (onnxruntime-genai G5: ``BeamSearchScorer::Process`` writes the member arrays
+    next_beam_scores_ / next_beam_tokens_ / next_beam_indices_ only up to beam_idx, its ``assert(beam_idx ==
+    num_beams_)`` is compiled out, and ``BeamSearch_Cpu::AppendNextTokensToSequences`` and the KV cache's
+    ``PickPastState`` read all K slots).
+    """
+    new: list[tuple[np.float32, int, int]] = []   # (score, token, source beam)
     for rank, (tok, score, src) in enumerate(cands):
-        gen = state.beams[src][1] + [tok]
         if tok in state.prompt.eos:
             if rank >= state.K:
                 continue
+            gen = state.beams[src][1] + [tok]
             state.hyps.add(gen, float(score), _length(state.prompt, gen, True, rules))
             state.added += 1
             state.top_finished = state.top_finished or rank == 0
         else:
-            new.append((score, gen))
+            new.append((score, tok, src))
         if len(new) == state.K:
             break
     if len(new) < state.K:
-        # only with candidates="2k": more than K eos among 2K candidates. onnxruntime-genai's
-        # assert(beam_idx == num_beams_) (beam_search_scorer.cpp:152) is compiled out: undefined.
-        raise NotSimulated("fewer than num_beams non-eos candidates among the candidates")
-    state.beams = new
+        if state.slots is None:
+            # at the first step the unfilled slots hold the scores -1e9 and tokens / source beams from
+            # uninitialised memory (DeviceBuffer of the ORT allocator): needs more eos ids than num_beams
+            raise NotSimulated("fewer than num_beams non-eos candidates at the first step (more eos ids than "
+                               "num_beams): onnxruntime-genai's unfilled beam slots hold uninitialised memory")
+        if events is not None:
+            events.append({"event": "stale_slots", "step": state.step, "filled": len(new), "num_beams": state.K})
+        new += state.slots[len(new):]
+    state.slots = new
+    state.beams = [(score, state.beams[src][1] + [tok]) for score, tok, src in new]
 
 
 def _is_done(state: _State, best: float, step: int, rules: EngineRules) -> bool:
@@ -143,18 +163,19 @@ def _is_done(state: _State, best: float, step: int, rules: EngineRules) -> bool:
     return state.hyps.worst() >= float(np.float32(best)) / math.pow(length + off, lp)
 
 
-def beam_search(logits: NextTokenLogits, prompts: list[Prompt],
-                rules: EngineRules) -> list[list[tuple[list[int], float]]]:
-    """The 4.38 loop over all prompts in lockstep (``can_improve_offset`` reads across prompts)."""
+def beam_search(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules,
+                events: list | None = None) -> list[list[tuple[list[int], float]]]:
+    """The 4.38 loop over all prompts in lockstep (``can_improve_offset`` reads across prompts); ``events``: a list
+    that gets a dict for each step where a prompt ran short of non-eos candidates (G5's unfilled slots)."""
     states = [_State(p, rules) for p in prompts]
-    max_new = prompts[0].max_new
-    for step in range(max_new):
-        last = step == max_new - 1
+    for step in range(max(p.max_new for p in prompts)):   # one budget for all but under lengths_from_unpadded
+        live = [not s.done and step < s.prompt.max_new for s in states]
         # 1) candidates of every prompt still searching
-        cands = [candidates(logits, s.prompt, s.beams, rules, step) if not s.done else [] for s in states]
+        cands = [candidates(logits, s.prompt, s.beams, rules, step) if on else [] for s, on in zip(states, live)]
         for b, state in enumerate(states):
-            if state.done:
+            if not live[b]:
                 continue
+            last = step == state.prompt.max_new - 1
             if last and rules.last == "topk":     # 5.x / CTranslate2: the top K candidates finish, eos or not
                 for tok, score, src in cands[b][:state.K]:
                     gen = state.beams[src][1] + [tok]
@@ -162,7 +183,8 @@ def beam_search(logits: NextTokenLogits, prompts: list[Prompt],
                 state.done = True
                 continue
             # 2) the walk, 3) done?
-            _walk(state, cands[b], rules)
+            state.step = step
+            _walk(state, cands[b], rules, events)
             state.done = _is_done(state, _best(cands, b, state.K, rules), step, rules)
         if all(s.done for s in states):
             break

@@ -12,7 +12,8 @@ with the case's uniforms from the distribution the engine leaves (llama.cpp) or 
 
 Output layout, 4.38.2 (beam_search.py ``finalize`` :350-362): a finished hypothesis is written without its eos and
 then eos_token_id[0] where the row is shorter than max_length (``eos_out="first"``); the engines write the eos they
-generated (``eos_out="generated"``). Greedy rows are written as generated.
+generated (``eos_out="generated"``) or none (``"none"``, onnxruntime-genai). Greedy rows are written as generated
+(without the step on which the last row finished under ``drop_last_step``).
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ def normalized_config(config: dict, width: int) -> dict:
 
 
 def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_mask: Any, config: dict,
-              uniforms: Any = None) -> dict:
+              uniforms: Any = None, events: list | None = None) -> dict:
     """Decode as the engine ``profile`` (a key of ``PROFILES`` or an ``EngineRules``) would; see the module doc.
-    ``uniforms``: with ``do_sample=True`` (and num_beams 1), the draws, one per row and step."""
+    ``uniforms``: with ``do_sample=True`` (and num_beams 1), the draws, one per row and step. ``events``: a list
+    that gets the regimes the decode reached (``beam.beam_search``: steps short of non-eos candidates)."""
     rules = rules_for(profile)
     ids = np.asarray(input_ids)
     mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask)
@@ -82,26 +84,30 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
     elif not beams:
         found = greedy(logits, prompts, rules)
     elif rules.loop == "4.38":
-        found = beam_search(logits, prompts, rules)
+        found = beam_search(logits, prompts, rules, events)
     elif rules.loop == "keras":
         found = beam_keras(logits, prompts, rules)
     else:
         one = beam_5 if rules.loop == "5" else beam_ct2
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
-    out = {"sequences": _layout(rows, cfg, beams and rules.eos_out == "first")}
+    out = {"sequences": _layout(rows, cfg, rules.eos_out if beams else "generated")}
     if beams:
         out["sequences_scores"] = np.array([s for hyps in found for _, s in hyps], dtype=np.float32)
     return out
 
 
-def _layout(rows: list[tuple[Prompt, list[int]]], cfg: dict, eos_first: bool) -> np.ndarray:
-    """int64 (B*R, T_out): padded prompt + new tokens, right-padded with pad_token_id."""
+def _layout(rows: list[tuple[Prompt, list[int]]], cfg: dict, eos_out: str) -> np.ndarray:
+    """int64 (B*R, T_out): padded prompt + new tokens (their final eos as ``eos_out`` says), right-padded with
+    pad_token_id."""
     eos, pad = cfg["eos_token_id"], int(cfg["pad_token_id"])
-    if eos_first:   # 4.38.2 finalize: the hypothesis without its eos, then eos_token_id[0] where it fits
+    if eos_out == "none":
+        full = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
+        width = max(map(len, full))
+    elif eos_out == "first":   # 4.38.2 finalize: the hypothesis without its eos, then eos_token_id[0] where it fits
         T = rows[0][0].T
         bodies = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
-        width = min(max(map(len, bodies)) + 1, T + int(cfg["max_new_tokens"]))
+        width = min(max(map(len, bodies)) + 1, T + max(p.max_new for p, _ in rows))
         full = [b + [eos[0]] if len(b) < width else b for b in bodies]
     else:
         full = [p.row + g for p, g in rows]

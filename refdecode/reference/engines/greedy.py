@@ -1,7 +1,7 @@
 r"""Greedy search under an engine's rules: per row, the argmax of the processed logits, until the rows stop.
 
 Contract: ``greedy(logits, prompts, rules) -> [[(new tokens, None)] per prompt]``; the layout of the output rows is
-``decode.py``'s. Switches read: ``pad_after_eos`` and ``stop_when_all_last_eos`` (transformers.js T1,
+``decode.py``'s. Switches read: ``drop_last_step`` (onnxruntime-genai G10), ``pad_after_eos`` and ``stop_when_all_last_eos`` (transformers.js T1,
 modeling_utils.js:1005-1027, stopping_criteria.js:131-136), ``argmax_of_probs`` and ``lockstep_width``
 (keras-hub K1, gpt2_causal_lm.py:240-283, samplers/sampler.py:113-128), and through ``Prompt`` the processors'
 switches and ``trailing_pad_is_padding``. 4.38.2's rule (utils.py ``_greedy_search``): every row takes
@@ -31,8 +31,11 @@ def greedy(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules) -
         return _lockstep(logits, prompts, rules)
     gens: list[list[int]] = [[] for _ in prompts]
     finished = [False] * len(prompts)
-    for _ in range(prompts[0].max_new):
+    for step in range(max(p.max_new for p in prompts)):     # one budget for all rows but under lengths_from_unpadded
         for b, prompt in enumerate(prompts):
+            if step >= prompt.max_new:          # its budget is spent (shorter than another row's)
+                finished[b] = True
+                continue
             if finished[b] and rules.pad_after_eos:
                 gens[b].append(prompt.pad)
                 continue
@@ -41,6 +44,9 @@ def greedy(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules) -
             # transformers.js: done = the LAST token is an eos; 4.38.2: done once an eos was emitted
             finished[b] = tok in prompt.eos if rules.stop_when_all_last_eos else finished[b] or tok in prompt.eos
         if all(finished):
+            if rules.drop_last_step:    # onnxruntime-genai G10: the step that finished the last row is not written
+                for g in gens:
+                    g.pop()
             break
     return [[(drop_trailing_pads(g, p, rules), None)] for g, p in zip(gens, prompts)]
 

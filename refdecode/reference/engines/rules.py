@@ -39,6 +39,12 @@ class EngineRules:
       model.cpp PadInputs).
     * ``min_length``: ``"4.38"`` min_length (counted over the padded width) and min_new_tokens both apply;
       ``"5"`` a min_new_tokens that is set (0 included) replaces min_length (transformers 5.x, T2).
+    * ``lengths_from_unpadded``: a row's budget of new tokens and its minimum before eos both grow by its padding
+      (T - n_b for n_b real tokens in width T): CTranslate2's batched ``generate_batch`` takes one ``max_length`` /
+      ``min_length`` for the batch, counted in decoding steps from each prompt's first token
+      (decoding.cc ``is_last_step``, ``apply_min_length`` with ``return_prefix``), given as T - 1 + max_new_tokens
+      and max(min_length, T + min_new_tokens) - 1, exact for the longest prompt; 4.38.2: max_new_tokens for every
+      row, the minimum counted over the padded width (utils.py:1444, logits_process.py ``MinLengthLogitsProcessor``).
     * ``processors_first``: beam search runs the processors on the logits, then log_softmax, masked entries at
       float32's lowest (CTranslate2 C2, onnxruntime-genai G1); 4.38.2: log_softmax, then the processors on the
       log-probabilities, not renormalised (utils.py ``_beam_search``).
@@ -65,6 +71,9 @@ class EngineRules:
       n_b < T real prompt tokens may generate T + max_new_tokens - n_b tokens; stop when every row holds an eos;
       each row cut after its first eos (keras-hub K1, gpt2_causal_lm.py:240-283); 4.38.2: max_new_tokens per row
       (utils.py:1444).
+    * ``drop_last_step``: when the last unfinished row takes an eos, that step is not written to any row
+      (onnxruntime-genai G10: ``GreedySearch_Cpu::SetNextToken`` sets ``done_`` and ``SelectTop`` skips
+      ``AppendNextTokensToSequences``, search.cpp); 4.38.2 writes it (utils.py ``_greedy_search``).
     * ``trailing_pad_is_padding``: the first step reads each row's logits at its last token that is not
       pad_token_id, and with more than one prompt those trailing pads are masked at every step
       (onnxruntime-genai G7, logits.cpp:93-103, position_inputs.cpp:338-370); 4.38.2 reads the last position.
@@ -86,7 +95,9 @@ class EngineRules:
     * ``last`` (loop "4.38"): ``"finalize"`` at max_length the K running beams are added (beam_search.py
       :338-348); ``"topk"`` the top K candidates of the last step, eos or not, are the finished ones (5.x, ct2).
     * ``eos_out``: ``"first"`` a finished hypothesis is written with eos_token_id[0] after it (4.38.2
-      ``finalize``, whichever eos ended it); ``"generated"`` with the eos it generated (5.x T3, CTranslate2 C7).
+      ``finalize``, whichever eos ended it); ``"generated"`` with the eos it generated (5.x T3, CTranslate2 C7);
+      ``"none"`` without an eos (onnxruntime-genai G9: the hypothesis is the sequence cloned before the eos is
+      appended, beam_search_scorer.cpp ``BeamSearchScorer::Process``, and ``get_sequence`` returns it as is).
     * ``offset``: the length in the length penalty adds len(unpadded prompt) - 1 (CTranslate2 C5,
       decoding.cc:189-194); 4.38.2 divides by the generated length, eos included (beam_search.py:228, :286).
     * ``hyp_length_with_prompt``: that length is the padded width + the generated tokens WITHOUT the eos
@@ -103,12 +114,14 @@ class EngineRules:
     rp_ctx: str = "row"
     ngram_ctx: str = "row"
     min_length: str = "4.38"
+    lengths_from_unpadded: bool = False
     processors_first: bool = False
     warpers: str = "4.38"
     pad_after_eos: bool = True
     stop_when_all_last_eos: bool = False
     argmax_of_probs: bool = False
     lockstep_width: bool = False
+    drop_last_step: bool = False
     trailing_pad_is_padding: bool = False
     beam_is_greedy: bool = False
     loop: str = "4.38"
@@ -127,7 +140,8 @@ class EngineRules:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
                    "warpers": ("4.38", "llama"),
                    "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
-                   "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"), "eos_out": ("first", "generated")}
+                   "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
+                   "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
             if getattr(self, name) not in values:
                 raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
@@ -142,13 +156,18 @@ PROFILES: dict[str, EngineRules] = {
     # (from 5.23.0; steps.py calls transformers5's penalty), T2 min_length (4.40.0), T3 eos_out and T4
     # finish/last: its whole vectorised loop (4.50.0)
     "transformers-5": EngineRules(rp_ctx="unpadded", min_length="5", loop="5", eos_out="generated"),
-    # C1 .. C7, include_prompt_in_result=True (the adapter's setting)
+    # C1 .. C8, include_prompt_in_result=True (CTranslate2's default), the batch in one generate_batch call
     "ctranslate2": EngineRules(rp_ctx="tail", ngram_ctx="tail", processors_first=True, candidates="2k",
-                               first_eos=True, loop="ct2", eos_out="generated", offset=True),
-    # G1 .. G8
+                               first_eos=True, loop="ct2", eos_out="generated", offset=True,
+                               lengths_from_unpadded=True),
+    # C1 .. C7: one generate_batch call per prompt, lengths given per prompt (the adapter's CT2_PER_PROMPT=1)
+    "ctranslate2-per-prompt": EngineRules(rp_ctx="tail", ngram_ctx="tail", processors_first=True, candidates="2k",
+                                          first_eos=True, loop="ct2", eos_out="generated", offset=True),
+    # G1 .. G10 (G9, G10: the layout of what get_sequence() returns)
     "onnxruntime-genai": EngineRules(rp_ctx="right_padded", ngram_ctx="right_padded", processors_first=True,
                                      candidates="2k", hyp_length_with_prompt=True, can_improve_length=True,
-                                     can_improve_offset=True, tie_earlier_wins=True, trailing_pad_is_padding=True),
+                                     can_improve_offset=True, tie_earlier_wins=True, trailing_pad_is_padding=True,
+                                     eos_out="none", drop_last_step=True),
     # T1, T2
     "transformers-js": EngineRules(pad_after_eos=False, stop_when_all_last_eos=True, beam_is_greedy=True),
     # L1, L2 (its fp16 GELU table is the forward pass's, not a decoding rule: FINDINGS.md "Numerics")

@@ -80,6 +80,9 @@ class Prompt:
             self.min_gen = int(min_new)
         else:
             self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T, 0)
+        if rules.lengths_from_unpadded:       # CTranslate2 C8: one max_length / min_length for the batch
+            self.max_new += self.T - len(self.real)
+            self.min_gen += self.T - len(self.real)
         # onnxruntime-genai G7: the first step reads the logits at the last token that is not pad_token_id;
         # with more than one prompt the trailing pads stay masked at every step
         self.first = list(self.real)

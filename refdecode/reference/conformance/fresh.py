@@ -1,0 +1,199 @@
+r"""``refdecode conformance fresh OUT --n N --seed S``: engine cases never seen before, drawn anew on every run.
+
+Contract: :func:`fresh_cases` draws ``n`` cases from ``seed`` (the same seed gives the same cases, byte for byte) and
+:func:`write_fresh` writes them as a suite, the layout of ``export`` (``check``, ``serve --as`` and every engine
+adapter read it as they read the fixed suite). The cases are of the types ``engines_greedy`` and
+``engines_beam_search`` (what engines' APIs return: sequences, and the beams' scores), so the expected answers are
+those types' ``run``: refdecode itself, exact to transformers 4.38.2.
+
+What is drawn, per case, over the options the engines take (``--groups``, in turn):
+
+* ``greedy``: greedy search;
+* ``beam_search``: num_beams 2-5, length_penalty {-1, 0, 0.5, 1, 2}, early_stopping {True, False, "never"},
+  num_return_sequences 1..num_beams;
+* ``eos_heavy``: beam search with two or three eos ids, drawn among the model's likeliest first tokens, kept only
+  when onnxruntime-genai's 2 * num_beams candidates hold more than num_beams eos at some step (its profile's
+  ``events``: the regime of ``engines/beam.py`` ``_walk``, FINDINGS G5), so every fresh run reaches it.
+
+and for all: the model (the shipped ``models/tiny-shakespeare`` and the suite's tiny ``decode-a/b/c``), a batch of
+1-3 prompts left-padded with pad_token_id (new prompts: on the shipped model pieces of the engines cases' prompts
+recombined, on the tiny ones random ids), one or two eos ids (the first not always the one generated), a
+pad_token_id that is sometimes not an eos, max_new_tokens, repetition_penalty, no_repeat_ngram_size, min_length,
+min_new_tokens.
+
+Near-ties are kept: a case whose decode holds a decision margin at most :data:`NEAR_TIE` (``check``'s tolerance,
+below which a different choice is float drift) says so in its note (``near-tie: margin ...``); ``check`` reports a
+departure there as NEAR-TIE, not as a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cases_decode import GOLDEN_MODELS, decode, full_config, model_for, smallest
+from .cases_engines import PROMPTS, SHIPPED
+from .registry import REGISTRY, Case
+
+__all__ = ["fresh_cases", "write_fresh", "add_parser", "main", "FRESH_GROUPS", "NEAR_TIE"]
+
+FRESH_GROUPS = ("greedy", "beam_search", "eos_heavy")
+NEAR_TIE = 1e-4
+TINY = ("decode-a", "decode-b", "decode-c")
+_POOL = sorted({t for ids in PROMPTS.values() for t in ids})   # tokens of the engines cases' prompts
+
+
+def _model(rng: np.random.Generator, group: str) -> Path:
+    """The shipped model for a third of the greedy / beam cases; the tiny ones otherwise (and for eos_heavy)."""
+    if group != "eos_heavy" and rng.random() < 1 / 3:
+        return SHIPPED
+    return GOLDEN_MODELS / TINY[int(rng.integers(len(TINY)))]
+
+
+def _prompts(rng: np.random.Generator, shipped: bool, vocab: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
+    """A left-padded batch of 1-3 prompts (input_ids, attention_mask), int64 (B, T)."""
+    rows = []
+    for _ in range(int(rng.integers(1, 4))):
+        if shipped:   # a prefix of an engines prompt, then 0-3 tokens of any of them
+            base = list(PROMPTS.values())[int(rng.integers(len(PROMPTS)))]
+            row = base[:int(rng.integers(2, len(base) + 1))] + [int(t) for t in rng.choice(_POOL, rng.integers(0, 4))]
+        else:
+            row = [int(t) for t in rng.integers(0, vocab, int(rng.integers(1, 8)))]
+        rows.append(row)
+    width = max(map(len, rows))
+    ids = np.array([[pad] * (width - len(r)) + r for r in rows], dtype=np.int64)
+    mask = np.array([[0] * (width - len(r)) + [1] * len(r) for r in rows], dtype=np.int64)
+    return ids, mask
+
+
+def _eos(rng: np.random.Generator, shipped: bool, model_eos: int, vocab: int) -> list[int]:
+    if shipped:
+        return [[198], [198], [198, 11], [198, 13], [11, 198], [13]][int(rng.integers(6))]
+    other = [int(t) for t in rng.choice(vocab, 2, replace=False)]
+    return [[model_eos], [model_eos, other[0]], [other[0]], other][int(rng.integers(4))]
+
+
+def _settings(rng: np.random.Generator, group: str, eos: list[int], width: int, shipped: bool) -> dict:
+    s: dict[str, Any] = {"eos_token_id": eos, "max_new_tokens": int(rng.integers(1, 13 if shipped else 11)),
+                         "repetition_penalty": float(rng.choice([1.0, 1.0, 1.3, 0.8])),
+                         "no_repeat_ngram_size": int(rng.choice([0, 0, 2, 3])),
+                         "min_new_tokens": int(rng.choice([0, 0, 2, 5])),
+                         "min_length": int(rng.choice([0, 0, width + 3]))}
+    if rng.random() < 0.2:
+        s["pad_token_id"] = int(rng.integers(0, 50 if shipped else 40))   # a pad that is not an eos
+    if group != "greedy":
+        k = int(rng.integers(2, 6 if group == "beam_search" else 4))
+        s.update(num_beams=k, length_penalty=float(rng.choice([-1.0, 0.0, 0.5, 1.0, 2.0])),
+                 early_stopping=[True, False, "never"][int(rng.integers(3))],
+                 num_return_sequences=int(rng.integers(1, k + 1)))
+    return full_config(**s)
+
+
+def _likely_eos(model: Any, ids: np.ndarray, rng: np.random.Generator) -> list[int]:
+    """Two or three of the six likeliest first tokens of the batch's first prompt (eos_heavy)."""
+    logits = np.asarray(model(ids[:1]).logits[0, -1], dtype=np.float32)
+    top = np.argsort(-logits, kind="stable")[:6]
+    return [int(t) for t in rng.choice(top, int(rng.integers(2, 4)), replace=False)]
+
+
+def _reaches_short_walk(inp: dict) -> bool:
+    """Does onnxruntime-genai's profile run short of non-eos candidates at some step (G5)?"""
+    from ..engines import decode_as
+    from ..engines.beam import NotSimulated
+
+    events: list = []
+    try:
+        decode_as("onnxruntime-genai", model_for(inp["model"], inp["config"]), inp["input_ids"],
+                  inp["attention_mask"], inp["config"], events=events)
+    except NotSimulated:
+        return False   # at the first step (more eos ids than beams): uninitialised memory, not a case
+    return bool(events)
+
+
+def _draw(rng: np.random.Generator, group: str) -> dict:
+    """One case's input of ``group``; eos_heavy draws until the regime is reached (one draw in about 45 does; at
+    most 2000 draws)."""
+    for _ in range(2000 if group == "eos_heavy" else 1):
+        path = _model(rng, group)
+        shipped = path == SHIPPED
+        cfg = model_for({"kind": "gpt2", "path": str(path)}, {}).config
+        vocab, model_eos = int(cfg.vocab_size), int(cfg.eos_token_id)
+        eos = _eos(rng, shipped, model_eos, vocab)
+        ids, mask = _prompts(rng, shipped, vocab, eos[0])
+        if group == "eos_heavy":
+            eos = _likely_eos(model_for({"kind": "gpt2", "path": str(path)}, {}), ids, rng)
+            ids[mask == 0] = eos[0]
+        config = _settings(rng, group, eos, ids.shape[1], shipped)
+        ids[mask == 0] = config["pad_token_id"]
+        inp = {"model": {"kind": "gpt2", "path": str(path)}, "input_ids": ids, "attention_mask": mask,
+               "config": config}
+        if group != "eos_heavy" or _reaches_short_walk(inp):
+            return inp
+    raise ValueError("no eos_heavy case reached onnxruntime-genai's short walk in 2000 draws; try another --seed")
+
+
+def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS) -> dict[str, list[Case]]:
+    """``n`` cases drawn from ``seed``, the groups in turn: {"engines_greedy": [...], "engines_beam_search": [...]}."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"`n` must be an int >= 1, got {n!r}")
+    unknown = [g for g in groups if g not in FRESH_GROUPS]
+    if not groups or unknown:
+        raise ValueError(f"`groups` must be a non-empty selection of {FRESH_GROUPS}, got {list(groups)}")
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[Case]] = {"engines_greedy": [], "engines_beam_search": []}
+    for i in range(n):
+        group = groups[i % len(groups)]
+        inp = _draw(rng, group)
+        margin = smallest(decode(inp)[1])
+        c = inp["config"]
+        note = (f"fresh seed {seed} #{i} {group} on {Path(inp['model']['path']).name}: {inp['input_ids'].shape[0]} "
+                f"prompt(s){', left-padded' if (inp['attention_mask'] == 0).any() else ''}, "
+                + ", ".join(f"{k}={c[k]}" for k in _NOTE_FIELDS if c[k] != _DEFAULTS.get(k))
+                + (f"; near-tie: margin {margin:.2g}" if margin <= NEAR_TIE else ""))
+        out["engines_greedy" if group == "greedy" else "engines_beam_search"].append(Case(note, inp))
+    return out
+
+
+_NOTE_FIELDS = ("max_new_tokens", "eos_token_id", "pad_token_id", "num_beams", "length_penalty", "early_stopping",
+                "num_return_sequences", "repetition_penalty", "no_repeat_ngram_size", "min_length", "min_new_tokens")
+_DEFAULTS = {**full_config(), "eos_token_id": None, "pad_token_id": None, "max_new_tokens": None}
+
+
+def write_fresh(directory: str | Path, n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS) -> dict:
+    """Draw the cases and write them as a suite (``export.export`` with these cases); returns the manifest."""
+    from .export import export
+
+    cases = fresh_cases(n, seed, groups)
+    types = [dataclasses.replace(REGISTRY[name], build=lambda found=found: found)
+             for name, found in cases.items() if found]
+    return export(directory, case_types=types)
+
+
+def add_parser(sub: Any) -> None:
+    """The ``fresh`` subcommand of ``refdecode conformance``."""
+    fr = sub.add_parser("fresh", help="draw new engine cases from a seed and write them as a suite to DIR",
+                        description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    fr.add_argument("dir", metavar="DIR", help="directory to write (empty, or a previous export)")
+    fr.add_argument("--n", type=int, default=100, help="number of cases (default %(default)s)")
+    fr.add_argument("--seed", type=int, required=True, help="the draw's seed (print it in a CI log)")
+    fr.add_argument("--groups", default=",".join(FRESH_GROUPS),
+                    help=f"comma-separated, drawn in turn, of {', '.join(FRESH_GROUPS)} (default: all)")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``refdecode conformance fresh`` with parsed arguments; 0 when written."""
+    start = time.perf_counter()
+    groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
+    manifest = write_fresh(args.dir, args.n, args.seed, groups)
+    notes = [line for t in manifest["case_types"] for line in (Path(args.dir) / t["file"]).read_text().splitlines()]
+    ties = sum('near-tie: margin' in line for line in notes)
+    print(f"wrote {manifest['case_count']} fresh cases (seed {args.seed}; "
+          + ", ".join(f"{t['name']} {t['count']}" for t in manifest["case_types"])
+          + f"; {ties} near-ties labelled) to {args.dir} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,107 @@
+"""``refdecode conformance fresh``: seeded, valid, near-ties labelled, the genai regime reached, serve passes them."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from refdecode.reference.conformance import cli
+from refdecode.reference.conformance.cases_decode import decode, model_for, smallest
+from refdecode.reference.conformance.check import check
+from refdecode.reference.conformance.export import case_schema
+from refdecode.reference.conformance.fresh import NEAR_TIE, fresh_cases, write_fresh
+from refdecode.reference.conformance.registry import REGISTRY
+from refdecode.reference.engines import decode_as
+from refdecode.reference.schema import validate
+
+N, SEED = 9, 5
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fresh")
+    write_fresh(root, N, SEED)
+    return root
+
+
+def _lines(root) -> list[dict]:
+    manifest = json.loads((root / "manifest.json").read_text())
+    return [json.loads(line) for t in manifest["case_types"] for line in (root / t["file"]).read_text().splitlines()]
+
+
+def test_the_same_seed_gives_the_same_suite_byte_for_byte(suite, tmp_path):
+    write_fresh(tmp_path, N, SEED)
+    for name in ("engines_greedy", "engines_beam_search"):
+        assert (tmp_path / "cases" / f"{name}.jsonl").read_bytes() == (suite / "cases" / f"{name}.jsonl").read_bytes()
+
+
+def test_another_seed_gives_other_cases():
+    a = [c.note for cs in fresh_cases(4, 1).values() for c in cs]
+    b = [c.note for cs in fresh_cases(4, 2).values() for c in cs]
+    assert len(a) == 4 and a != b
+
+
+def test_every_case_matches_its_schema_and_the_groups_take_turns(suite):
+    lines = _lines(suite)
+    assert len(lines) == N
+    for case in lines:
+        assert validate(case, case_schema(REGISTRY[case["type"]]), "case") == []
+    groups = sorted(int(c["note"].split("#")[1].split()[0]) for c in lines)
+    assert groups == list(range(N))
+    assert sum(" greedy on " in c["note"] for c in lines) == 3 and sum(" eos_heavy " in c["note"] for c in lines) == 3
+
+
+def test_prompts_are_left_padded_batches(suite):
+    shapes = [np.array(c["input"]["attention_mask"]) for c in _lines(suite)]
+    assert any(m.shape[0] > 1 and (m == 0).any() for m in shapes)
+    for m in shapes:
+        assert (m[:, -1] == 1).all() and (np.diff(m, axis=1) >= 0).all()   # pads on the left only
+
+
+def test_near_ties_are_labelled_and_only_they(suite):
+    for case in _lines(suite):
+        margins = [m for step in case["margins"] for m in step if m is not None]
+        near = bool(margins) and min(margins) <= NEAR_TIE
+        assert ("near-tie: margin" in case["note"]) == near, case["id"]
+
+
+def test_eos_heavy_cases_reach_genais_short_walk():
+    cases = fresh_cases(6, 11, ("eos_heavy",))["engines_beam_search"]
+    assert len(cases) == 6
+    for case in cases:
+        inp = case.input
+        events: list = []
+        decode_as("onnxruntime-genai", model_for(inp["model"], inp["config"]), inp["input_ids"],
+                  inp["attention_mask"], inp["config"], events=events)
+        assert events and all(e["filled"] < e["num_beams"] for e in events)
+        assert len(inp["config"]["eos_token_id"]) >= 2
+
+
+def test_expected_answers_are_refdecodes():
+    for name, cases in fresh_cases(3, 3, ("greedy", "beam_search")).items():
+        for case in cases:
+            out, margins = decode(case.input)
+            assert smallest(margins) > 0
+            assert REGISTRY[name].run(case.input)["sequences"].tolist() == out["sequences"].tolist()
+
+
+def test_serve_as_the_control_profile_passes_them(suite, capsys):
+    cmd = f"{sys.executable} -m refdecode conformance serve --as transformers-4.38.2"
+    assert check(suite, cmd, timeout=120) == 0
+    assert f"{N} passed, 0 failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("n, groups, message", [(0, ("greedy",), "`n`"), (2, ("sampling",), "`groups`"),
+                                                (2, (), "`groups`")])
+def test_bad_arguments_name_the_parameter(n, groups, message):
+    with pytest.raises(ValueError, match=message):
+        fresh_cases(n, 0, groups)
+
+
+def test_the_cli_writes_and_reports(tmp_path, capsys):
+    assert cli.main(["fresh", str(tmp_path / "s"), "--n", "2", "--seed", "4", "--groups", "greedy"]) == 0
+    assert "wrote 2 fresh cases (seed 4" in capsys.readouterr().err
+    assert cli.main(["fresh", str(tmp_path / "t"), "--n", "0", "--seed", "4"]) == 2
