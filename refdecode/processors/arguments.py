@@ -14,6 +14,7 @@ and the classes check their ``__init__`` arguments with the functions below.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -58,7 +59,8 @@ def check_scores(scores: Any) -> np.ndarray:
 
 
 def checks_scores(rule: Rule) -> Rule:
-    """Decorator: :func:`check_scores` on a rule's first argument before the rule runs.
+    """Decorator: :func:`check_scores` on a rule's first argument (and ``min_tokens_to_keep`` >= 1 and a numeric
+    ``filter_value`` where the rule takes them) before the rule runs.
 
     The door check is not part of the rule, so it stands above the ``def`` and the body reads like
     transformers' ``__call__``::
@@ -76,8 +78,15 @@ def checks_scores(rule: Rule) -> Rule:
     TypeError: `scores` has to be a float32 numpy array of shape (batch, vocab), but is float64: ...
     """
 
+    signature = inspect.signature(rule)
+
     @functools.wraps(rule)
     def checked(scores, *args, **kwargs):
+        given = signature.bind(scores, *args, **kwargs).arguments  # TypeError for a wrong call, as the rule gives
+        if "min_tokens_to_keep" in given:  # a count: 0 would keep nothing (or, in a slice [-0:], everything)
+            check_count("min_tokens_to_keep", given["min_tokens_to_keep"], 1)
+        if "filter_value" in given:
+            check_filter_value(given["filter_value"])
         return rule(check_scores(scores), *args, **kwargs)
 
     return checked  # type: ignore[return-value]

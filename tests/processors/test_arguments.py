@@ -3,6 +3,8 @@
 (tests/test_validation.py tests the rest of the module: integers, floats, booleans, files, allocations.)
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,19 @@ def test_checks_scores_guards_a_rule_and_keeps_its_face():
     assert list(inspect.signature(top_p_warp).parameters)[:2] == ["scores", "top_p"]
     with pytest.raises(ValueError, match="`scores`.*shape"):
         top_p_warp(np.zeros(3, np.float32), 0.5)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"min_tokens_to_keep": 0}, "`min_tokens_to_keep` has to be a strictly positive integer"),
+    ({"min_tokens_to_keep": 2.5}, "`min_tokens_to_keep` has to be a strictly positive integer"),
+    ({"filter_value": "x"}, "`filter_value` has to be a float"),
+])
+def test_the_checked_rules_refuse_a_bad_count_or_filter_value_at_the_door(kwargs, message):
+    """``min_tokens_to_keep=0`` would otherwise slice ``[-0:]`` (the whole row) in top-p's rule: keep everything."""
+    from refdecode.processors.logits_warp import top_p_warp
+    from refdecode.processors.truncation_warpers import epsilon_warp, eta_warp, min_p_warp, typical_warp
+    scores = np.log(np.array([[0.5, 0.3, 0.2]], dtype=np.float32))
+    for rule, value in ((top_p_warp, 0.5), (typical_warp, 0.5), (epsilon_warp, 0.25), (eta_warp, 0.25),
+                        (min_p_warp, 0.5)):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            rule(scores, value, **kwargs)
