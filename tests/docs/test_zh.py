@@ -171,3 +171,16 @@ def test_the_sync_tool_copies_a_changed_example_and_refuses_a_new_one(tmp_path, 
     assert zh_sync.main([]) == 0
     (tmp_path / "p.md").write_text(en + "\n```python\nnew = 1\n```\n", encoding="utf-8")
     assert "edit it by hand" in zh_sync.sync(tmp_path / "p.zh.md", fix=True)
+
+
+def test_every_nav_label_and_section_has_a_chinese_label():
+    """A page or section added to the nav later gets its zh label too (else the Chinese site shows English there)."""
+    config = (ROOT / "mkdocs.yml").read_text("utf-8")
+    nav = config.split("\nnav:", 1)[1]
+    labels = [lab.strip().strip('"') for lab in re.findall(r"^\s*-\s*(.+?):(?:\s*[\w./-]+\.md)?\s*$", nav, re.M)]
+    zh_block = config.split("- locale: zh", 1)[1].split("\n  - ", 1)[0]
+    translations = dict((k.strip().strip('"'), v.strip().strip('"'))
+                        for k, v in re.findall(r'^\s{12}("[^"]*"|[^":]+):\s+(.+)$', zh_block, re.M))
+    assert len(labels) > 50
+    missing = [label for label in labels if label not in translations]   # ("2 · token → logits" has no CJK)
+    assert not missing, missing
