@@ -215,8 +215,8 @@ def generate(model: Any, input_ids: np.ndarray, attention_mask: np.ndarray | Non
     ``kwargs`` are GenerationConfig fields (``max_new_tokens=``, ``num_beams=``, ``do_sample=``, ...).
     ``seed``/``rng`` give the random generator of the sampling modes and ``draw`` replaces the
     multinomial draw (see :mod:`refdecode.decoding.randomness`). ``streamer`` (a
-    :class:`~refdecode.text.streamers.TextStreamer`, ...) receives the prompt, then every new token (greedy
-    and sample only, batch size 1, as transformers). ``assistant_model`` (a smaller model with the same
+    :class:`~refdecode.text.streamers.TextStreamer`, ...) receives the prompt, then every new token (the modes
+    whose ``MODES`` row streams: greedy, sample, contrastive and assisted; batch size 1, as transformers). ``assistant_model`` (a smaller model with the same
     vocabulary) or ``prompt_lookup_num_tokens=`` select assisted decoding (one prompt; greedy or sampling);
     ``uniform`` replaces its acceptance uniforms (:mod:`refdecode.decoding.randomness`).
     ``prefix_allowed_tokens_fn(batch_id, row) -> allowed ids`` restricts every step

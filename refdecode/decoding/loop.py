@@ -147,8 +147,8 @@ def check_no_nan(scores: np.ndarray, step: int, model: Any = None, logits: np.nd
     One ``isnan`` pass over the processed scores (N, V) per step. Only when it finds NaN does it look at the
     step's raw ``logits``: NaN there is the model's fault, not the processors' (a NaN/inf in the checkpoint
     propagates through every layer), and the message names the weights the model reports as non-finite
-    (``GPT2.nonfinite_weights``: the model scans its checkpoint, once). NaN logits that a processor cleans (``remove_invalid_values=True``) pass, as in
-    transformers.
+    (``GPT2.nonfinite_weights``, which scans the checkpoint only then). NaN logits that a processor cleans
+    (``remove_invalid_values=True``) pass, as in transformers.
     """
     if np.isnan(scores).any():
         rows = np.flatnonzero(np.isnan(scores).any(axis=-1))[:10].tolist()

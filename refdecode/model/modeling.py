@@ -86,17 +86,14 @@ class GPT2:
         # generation_config.json when it has one, else the generation fields of config.json.
         self.generation_config = (generation_config if generation_config is not None
                                   else GenerationConfig.from_model_config(config))
-        self._nonfinite: list[str] | None = None  # nonfinite_weights(), scanned on first use
 
     def nonfinite_weights(self) -> list[str]:
-        """The weights that hold NaN or inf (``h.1.mlp.c_fc.weight (1 non-finite of 4096)``), scanned once and kept.
+        """The weights that hold NaN or inf (``h.1.mlp.c_fc.weight (1 non-finite of 4096)``).
 
         The decode loops ask when the logits turn NaN, to name the checkpoint as the cause (not the processors);
         loading does not scan (a memory-mapped checkpoint stays unread until used).
         """
-        if self._nonfinite is None:
-            self._nonfinite = nonfinite_tensors(self.params)
-        return self._nonfinite
+        return nonfinite_tensors(self.params)  # asked only on the error path, so nothing is kept
 
     @classmethod
     def from_pretrained(cls, path: str | Path, mmap: bool = False, forward: str = "plain") -> GPT2:

@@ -46,6 +46,11 @@ def repetition_penalty_process(input_ids: np.ndarray, scores: np.ndarray, penalt
     >>> repetition_penalty_process(np.array([[0, 1, 1]]), s, 2.0, np.array([1]))   # position 0 is padding
     array([[ 2., -4.,  1.,  3.]], dtype=float32)
     """
+    if np.shape(input_ids)[:1] != np.shape(scores)[:1]:
+        raise ValueError(f"`input_ids` has {np.shape(input_ids)[:1]} rows but `scores` has {np.shape(scores)[:1]}")
+    if np.ndim(prompt_ignore_length) == 1 and len(prompt_ignore_length) != np.shape(scores)[0]:
+        raise ValueError(f"`prompt_ignore_length` has {len(prompt_ignore_length)} rows but `scores` has "
+                         f"{np.shape(scores)[0]} (one padding width per row)")
     ignore = np.broadcast_to(np.asarray(prompt_ignore_length), (np.shape(scores)[0],))
     rows = [logits_process.repetition_penalty_process(input_ids[b:b + 1, int(ignore[b]):], scores[b:b + 1], penalty)
             for b in range(np.shape(scores)[0])]
@@ -64,17 +69,9 @@ class RepetitionPenaltyLogitsProcessor(logits_process.RepetitionPenaltyLogitsPro
         self.prompt_ignore_length = _check_ignore_length(prompt_ignore_length)
 
     def __call__(self, input_ids, scores, **kwargs):
-        ignore = self.prompt_ignore_length
-        if ignore is None:
+        if self.prompt_ignore_length is None:
             return super().__call__(input_ids, scores)
-        if np.ndim(ignore) == 1 and len(ignore) != np.shape(input_ids)[0]:
-            raise ValueError(f"`prompt_ignore_length` has {len(ignore)} rows but `input_ids` has "
-                             f"{np.shape(input_ids)[0]} (one padding width per row)")
-        ignore = np.broadcast_to(np.asarray(ignore), (np.shape(input_ids)[0],))
-        rows = []
-        for b in range(np.shape(input_ids)[0]):        # the 4.38.2 processor, on what 5.x lets row b see
-            rows.append(super().__call__(np.asarray(input_ids)[b:b + 1, int(ignore[b]):], scores[b:b + 1]))
-        return np.concatenate(rows) if rows else scores.copy()
+        return repetition_penalty_process(np.asarray(input_ids), scores, self.penalty, self.prompt_ignore_length)
 
 
 def _check_ignore_length(value: Any) -> int | np.ndarray | None:

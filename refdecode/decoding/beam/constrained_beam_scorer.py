@@ -44,7 +44,7 @@ import numpy as np
 
 from ...generation_rules import eos_list
 from ...numerics.introsort import torch_cpu_sort_order
-from .beam_scorer import BeamHypotheses, pad_hypotheses, split_candidates
+from .beam_scorer import BeamHypotheses, check_scorer_arguments, pad_hypotheses, split_candidates
 from .constraints import Constraint, ConstraintListState
 
 __all__ = ["ConstrainedBeamSearchScorer", "bank_round_robin"]
@@ -88,18 +88,12 @@ class ConstrainedBeamSearchScorer:
     def __init__(self, batch_size: int, num_beams: int, constraints: list[Constraint], device: Any = None,
                  length_penalty: float = 1.0, do_early_stopping: bool | str = False, num_beam_hyps_to_keep: int = 1,
                  num_beam_groups: int = 1, max_length: int | None = None):
-        if isinstance(num_beams, bool) or not isinstance(num_beams, int) or num_beams <= 1:
-            raise ValueError(f"`num_beams` has to be an integer strictly greater than 1, but is {num_beams}. For "
-                             "`num_beams` == 1, one should make use of `greedy_search` instead.")
         if not isinstance(num_beam_groups, int) or num_beam_groups != 1:
             raise ValueError(f"`num_beam_groups` has to be 1 for constrained beam search, but is {num_beam_groups}")
         if not isinstance(constraints, list) or not constraints or not all(isinstance(c, Constraint) for c in constraints):
             raise ValueError(f"`constraints` has to be a non-empty list of Constraint objects, but is {constraints!r}")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"`batch_size` has to be a positive integer, but is {batch_size}")
-        if num_beam_hyps_to_keep > num_beams:
-            raise ValueError(f"`num_beam_hyps_to_keep` has to be <= `num_beams` ({num_beams}), "
-                             f"but is {num_beam_hyps_to_keep}")
+        batch_size, num_beams, num_beam_hyps_to_keep, _ = check_scorer_arguments(
+            batch_size, num_beams, length_penalty, num_beam_hyps_to_keep, num_beam_groups)  # BeamSearchScorer's
         self.batch_size, self.num_beams, self.group_size = batch_size, num_beams, num_beams
         self.num_beam_hyps_to_keep = num_beam_hyps_to_keep
         self.constraints = constraints
