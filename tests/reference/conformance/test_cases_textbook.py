@@ -210,6 +210,13 @@ def test_a_row_that_moves_only_with_the_last_bit_is_a_last_bit_departure_else_a_
     shifted["scores"][0][first] += 1.0                                  # a survivor whose score changed: the rule
     verdict, message = compare_textbook(case, shifted)
     assert verdict == "fail" and "RULE" in message
+    for junk in ("nan", "inf"):                                         # the alternative's survivors, junk elsewhere
+        filled = _answer(case, case["last_bit"][0]["alternatives"][0])
+        filled["scores"][0] = [junk if v == "-inf" else v for v in filled["scores"][0]]
+        assert compare_textbook(case, filled)[0] == "fail", junk
+    doubled = _answer(case, expected_kept)
+    doubled["scores"] = doubled["scores"] * 2                            # a (2, V) answer to a (1, V) case
+    assert compare_textbook(case, doubled)[0] == "fail"
 
 
 _PORT = """
