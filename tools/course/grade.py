@@ -65,9 +65,17 @@ def run_sandboxed(submission: Path, test: Test, inputs: list, timeout: float, me
             start_new_session=True, preexec_fn=_limits(memory_mb, int(timeout) + 5))
         payload = json.dumps(encode(inputs)).encode()
         threading.Thread(target=_feed, args=(proc, payload), daemon=True).start()
-        data, stopped = _read(proc, time.monotonic() + timeout)
-        if stopped is None and proc.wait() != 0:
-            stopped = f"the process ended with status {proc.returncode} (out of memory or a crash)"
+        deadline = time.monotonic() + timeout
+        try:
+            data, stopped = _read(proc, deadline)
+            if stopped is None:  # EOF: it closed its stdout, but may go on running (sleeping costs no CPU)
+                try:
+                    if proc.wait(timeout=max(0.1, deadline - time.monotonic())) != 0:
+                        stopped = f"the process ended with status {proc.returncode} (out of memory or a crash)"
+                except subprocess.TimeoutExpired:
+                    stopped = "stopped: over the time limit"
+        finally:
+            _kill_session(proc)  # whatever it left running (a grandchild, a process still sleeping)
     messages = []
     for line in data.decode(errors="replace").splitlines():
         try:
@@ -85,6 +93,15 @@ def _feed(proc: subprocess.Popen, payload: bytes) -> None:
         proc.stdin.close()
     except OSError:                                     # the child died or closed its stdin
         pass
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's session (it was started in its own) and reap the child."""
+    try:
+        os.killpg(proc.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def _read(proc: subprocess.Popen, deadline: float) -> tuple[bytes, str | None]:
@@ -108,11 +125,7 @@ def _read(proc: subprocess.Popen, deadline: float) -> tuple[bytes, str | None]:
                 stopped = "stopped: too much output"
                 break
     if stopped:
-        try:
-            os.killpg(proc.pid, 9)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        _kill_session(proc)
     proc.stdout.close()
     return b"".join(chunks), stopped
 

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -174,6 +175,25 @@ def test_a_hang_and_a_10_gb_allocation_are_stopped_and_scored_zero(tmp_path):
     results = _by_function(grade.grade(sub, timeout=8, memory_mb=1024, only=["greedy", "repetition_penalty"]))
     assert results["greedy"]["score"] == 0 and "over the time limit" in results["greedy"]["output"]
     assert results["repetition_penalty"]["score"] == 0 and "MemoryError" in results["repetition_penalty"]["output"]
+
+
+def test_a_submission_that_closes_its_pipes_and_sleeps_is_stopped_at_the_time_limit(tmp_path):
+    """End of file on the protocol pipe is not the end of the child: the grader still waits only until the
+    deadline, then kills the child's session (a sleep costs no CPU, so the CPU limit would never fire)."""
+    sub = _submission(tmp_path, greedy="""
+                        def greedy(model, input_ids, max_new_tokens, eos_token_id=None):
+                            import os, time
+                            for fd in range(1, 20):
+                                try:
+                                    os.close(fd)
+                                except OSError:
+                                    pass
+                            time.sleep(10**6)
+                        """)
+    started = time.monotonic()
+    results = _by_function(grade.grade(sub, timeout=4, memory_mb=1024, only=["greedy"]))
+    assert time.monotonic() - started < 60
+    assert results["greedy"]["score"] == 0
 
 
 def test_no_expected_value_is_printed_or_written(tmp_path):
