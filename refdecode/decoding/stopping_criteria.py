@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 from ..generation_rules import eos_list
-from ..validation import warn
+from ..validation import is_integer, warn
 
 __all__ = [
     "StoppingCriteria", "MaxLengthCriteria", "MaxNewTokensCriteria", "MaxTimeCriteria",
@@ -109,9 +109,10 @@ class EosTokenCriteria(StoppingCriteria):
     """
 
     def __init__(self, eos_token_id: int | list[int]):
-        try:
-            ids = eos_list(eos_token_id, no_token=True)
-        except ValueError:
+        try:  # an id, or any sequence of ids (a list, a tuple, a NumPy array, as torch.tensor takes them)
+            ids = eos_list(eos_token_id if is_integer(eos_token_id) or eos_token_id is None else list(eos_token_id),
+                           no_token=True)
+        except (ValueError, TypeError):
             ids = None
         if not ids or min(ids) < 0:
             raise ValueError(f"`eos_token_id` has to be a non-negative integer or a non-empty list of them, "

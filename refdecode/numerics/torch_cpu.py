@@ -19,7 +19,8 @@ W is 16 with AVX-512 (torch's choice on a CPU that has it, ``torch.backends.cpu.
 and 8 with AVX2. Sources: ATen's ``SoftMaxKernel.cpp`` and the ``Vectorized<float>`` headers (``exp`` and
 ``log`` are SLEEF's ``u10`` functions), SLEEF's ``sleefsimdsp.c`` and ``df.h``; the order of the lane fold
 is the one that gives torch's bits. Verified bit for bit against torch 2.13.0 and 2.14.1 under both
-capabilities (docs/last-bit.md has the counts and the rows it decides). ``cumsum`` on the CPU accumulates
+capabilities when the wing was written (docs/last-bit.md has the counts); the committed golden file
+(tests/golden/softmax.npz) holds 2.13.0's bits. ``cumsum`` on the CPU accumulates
 a float32 tensor in float64 (``acc_type<float>`` is ``double``) and rounds each prefix to float32:
 :func:`torch_cumsum`.
 

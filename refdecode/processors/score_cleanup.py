@@ -19,7 +19,7 @@ import numpy as np
 
 from .logits_process import LogitsProcessor
 from .logits_warp import LogitsWarper
-from ..numerics import log_softmax
+from ..numerics import torch_log_softmax
 from .arguments import check_scores
 
 __all__ = ["inf_nan_remove_process", "logit_normalization_process", "InfNanRemoveLogitsProcessor",
@@ -51,7 +51,7 @@ def logit_normalization_process(scores: np.ndarray) -> np.ndarray:
     >>> logit_normalization_process(np.array([[0.0, 0.0, -np.inf]], dtype=np.float32))
     array([[-0.6931472, -0.6931472,       -inf]], dtype=float32)
     """
-    return log_softmax(check_scores(scores))
+    return torch_log_softmax(check_scores(scores))  # torch's kernel to the bit: beam scores add these up
 
 
 class InfNanRemoveLogitsProcessor(LogitsProcessor):

@@ -239,3 +239,14 @@ def test_a_per_row_criterion_in_constrained_beam_search():
     per_row = generate(model, np.array([[1]]), stopping_criteria=rows_at_3, **kw)
     np.testing.assert_array_equal(per_row, generate(model, np.array([[1]]),
                                                     stopping_criteria=[lambda ids, s: ids.shape[1] >= 3], **kw))
+
+
+def test_eos_token_criteria_takes_any_sequence_of_ids_as_transformers_does():
+    """4.38.2 builds ``torch.tensor(eos_token_id)``: a list, a tuple or an array of ids are all accepted."""
+    from refdecode.decoding.stopping_criteria import EosTokenCriteria
+    ids = np.array([[1, 5], [2, 3]])
+    for eos in (5, [5], (5,), np.array([5]), np.int64(5)):
+        assert EosTokenCriteria(eos)(ids, None).tolist() == [True, False], eos
+    for bad in ([], [-1], "x", None):
+        with pytest.raises(ValueError, match="`eos_token_id` has to be"):
+            EosTokenCriteria(bad)

@@ -1,4 +1,4 @@
-"""Tests for refdecode/numerics.py softmax / log_softmax: float32 in and out, stable for large and
+"""Tests for refdecode/numerics/plain.py softmax / log_softmax: float32 in and out, stable for large and
 -inf scores, and equal to a float64 reference."""
 
 from __future__ import annotations
