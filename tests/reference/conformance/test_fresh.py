@@ -80,12 +80,13 @@ def test_eos_heavy_cases_reach_genais_short_walk():
         assert len(inp["config"]["eos_token_id"]) >= 2
 
 
-def test_expected_answers_are_refdecodes():
-    for name, cases in fresh_cases(3, 3, ("greedy", "beam_search")).items():
+def test_every_fresh_case_decodes_without_an_exact_tie():
+    """The expected answers are refdecode's own (docs/conformance.md says so); what is checked independently of
+    that code is the transformers 4.38.2 control in CI and the engine profile below (a separate reimplementation)."""
+    for cases in fresh_cases(3, 3, ("greedy", "beam_search")).values():
         for case in cases:
-            out, margins = decode(case.input)
+            _, margins = decode(case.input)
             assert smallest(margins) > 0
-            assert REGISTRY[name].run(case.input)["sequences"].tolist() == out["sequences"].tolist()
 
 
 def test_serve_as_the_control_profile_passes_them(suite, capsys):
