@@ -20,6 +20,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from refdecode.reference.conformance.check import Implementation, NoAnswer
 from refdecode.reference.conformance.fresh import FRESH_GROUPS, write_fresh
@@ -66,8 +67,24 @@ def parting(got: list, want: list) -> str:
     return "equal"
 
 
-def check_engine(engine: str, cases: list[dict], timeout: float) -> dict:
-    adapter, result = Implementation(command(engine)), {"answered": 0, "same": 0, "departing": 0,
+def answer_sequences(response: Any, case_id: str) -> list | str | None:
+    """The answer's sequences, or why it is no answer (junk, another case's id, no sequences); None: unsupported."""
+    if not isinstance(response, dict) or response.get("id") != case_id:
+        return f"no answer: not a response to {case_id}"
+    if "output" not in response:
+        return None if "unsupported" in response else f"no answer: {str(response.get('error', response))[:200]}"
+    output = response["output"]
+    sequences = output.get("sequences") if isinstance(output, dict) else None
+    if not (isinstance(sequences, list) and all(isinstance(r, list) for r in sequences)):
+        return "no answer: the output has no list of sequences"
+    return sequences
+
+
+def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None = None) -> dict:
+    """Each case asked of the engine's adapter (``cmd``: another command, for tests) and of its profile; three
+    cases in a row without an answer end the run, as ``refdecode conformance check`` does."""
+    cmd = cmd or command(engine)
+    adapter, misses, result = Implementation(cmd), 0, {"answered": 0, "same": 0, "departing": 0,
                                                                      "departing_same": 0, "unsupported": 0,
                                                                      "no_answer": 0, "mismatches": []}
     try:
@@ -76,15 +93,23 @@ def check_engine(engine: str, cases: list[dict], timeout: float) -> dict:
                 response = json.loads(adapter.ask(json.dumps({"id": case["id"], "type": case["type"],
                                                               "input": case["input"]}), timeout))
             except (NoAnswer, ValueError) as err:
-                result["no_answer"] += 1
                 adapter.close(kill=True)
-                adapter = Implementation(command(engine))
-                result["mismatches"].append({"id": case["id"], "note": case["note"], "why": f"no answer: {err}"})
+                adapter = Implementation(cmd)
+                response = {"id": case["id"], "error": f"{err}"}
+            got = answer_sequences(response, case["id"])
+            if got is None:
+                result["unsupported"] += 1
                 continue
-            if "output" not in response:
-                result["unsupported" if "unsupported" in response else "no_answer"] += 1
+            if isinstance(got, str):
+                result["no_answer"] += 1
+                result["mismatches"].append({"id": case["id"], "note": case["note"], "why": got})
+                misses += 1
+                if misses == 3:
+                    result["stopped"] = "three cases in a row without an answer"
+                    break
                 continue
-            got, want = response["output"]["sequences"], profile_answer(engine, case)
+            misses = 0
+            want = profile_answer(engine, case)
             departs = got != to_json(case["expected"]["sequences"])
             result["answered"] += 1
             result["departing"] += departs
