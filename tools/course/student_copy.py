@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INCLUDED = ("README.md", "pyproject.toml", "LICENSE", "refdecode", "models/README.md", "models/tiny-shakespeare",
             "models/gpt2-tiny", "tutorials", "docs")
 #: Paths (relative to the root) never copied, with everything under them.
-EXCLUDED = ("tutorials/solutions", "tutorials/.hints.json", "docs/course")
+EXCLUDED = ("tutorials/solutions", "docs/course")  # (dot-files, such as tutorials/.hints.json, never go)
 #: The course pages a student reads (the others hold answers: the instructor guide, the questions' answers).
 STUDENT_PAGES = ("assignment.md", "handout.md", "syllabus.md")
 #: The heading from which docs/course/assignment.md is for instructors only.
@@ -33,21 +34,32 @@ INSTRUCTOR_HEADING = "## For instructors"
 SKIPPED_NAMES = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis"}
 
 
-def _skip(path: Path) -> bool:
+def _tracked() -> set[str] | None:
+    """The files git tracks (a scratch solution left in tutorials/ is not shipped), or None outside a checkout."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return set(out.decode().split("\0")) - {""}
+
+
+def _skip(path: Path, tracked: set[str] | None) -> bool:
     rel = path.relative_to(ROOT).as_posix()
-    return (path.name in SKIPPED_NAMES or path.name.startswith(".") or path.suffix in (".pyc", ".ipynb")
-            or any(rel == e or rel.startswith(e + "/") for e in EXCLUDED))
+    return (path.is_symlink()  # a link could point at the hidden cases or the solutions
+            or path.name in SKIPPED_NAMES or path.name.startswith(".") or path.suffix in (".pyc", ".ipynb")
+            or any(rel == e or rel.startswith(e + "/") for e in EXCLUDED)
+            or (tracked is not None and path.is_file() and rel not in tracked))
 
 
-def _copy(src: Path, dst: Path) -> int:
+def _copy(src: Path, dst: Path, tracked: set[str] | None) -> int:
     """Copy ``src`` (a file or a tree) to ``dst`` minus the skipped paths; the number of files copied."""
-    if _skip(src):
+    if _skip(src, tracked):
         return 0
     if src.is_file():
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dst)
         return 1
-    return sum(_copy(child, dst / child.name) for child in sorted(src.iterdir()))
+    return sum(_copy(child, dst / child.name, tracked) for child in sorted(src.iterdir()))
 
 
 def student_page(text: str) -> str:
@@ -64,7 +76,8 @@ def write_copy(out: Path) -> int:
     if out.is_relative_to(ROOT.resolve()):
         raise ValueError(f"`OUT` must be outside the repository, got {out}")
     out.mkdir(parents=True, exist_ok=True)
-    count = sum(_copy(ROOT / name, out / name) for name in INCLUDED if (ROOT / name).exists())
+    tracked = _tracked()
+    count = sum(_copy(ROOT / name, out / name, tracked) for name in INCLUDED if (ROOT / name).exists())
     course = ROOT / "docs" / "course"
     for name in STUDENT_PAGES:
         if (course / name).is_file():

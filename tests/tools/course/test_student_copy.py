@@ -99,3 +99,20 @@ def test_the_grader_gives_the_copys_blanks_zero(copy):
     results = grade.grade(copy / "tutorials" / "assignment")
     assert results["score"] == 0 and sum(t["max_score"] for t in results["tests"]) == 100
     assert all("not attempted yet" in t["output"] for t in results["tests"][:-1])
+
+
+def test_an_untracked_file_and_a_link_are_not_copied(tmp_path):
+    """A scratch solution left in tutorials/ (not in git) and a link that points at the hidden cases stay out."""
+    scratch, link = ROOT / "tutorials" / "zz_my_scratch_solution.py", ROOT / "tutorials" / "zz_link_to_hidden"
+    try:
+        scratch.write_text("ANSWER = 42\n")
+        link.symlink_to(COURSE / "hidden")
+        out = tmp_path / "copy"
+        proc = subprocess.run([sys.executable, str(COURSE / "student_copy.py"), str(out)], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert (out / "tutorials").is_dir()
+        assert not (out / "tutorials" / scratch.name).exists() and not (out / "tutorials" / link.name).exists()
+    finally:
+        scratch.unlink(missing_ok=True)
+        link.unlink(missing_ok=True)
