@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "docs" / "course" / "slides.md"
+DOCS = ROOT / "docs"
+SOURCE = DOCS / "course" / "slides.md"
 OUT = ROOT / "site" / "course" / "slides.html"
 
 
@@ -51,10 +52,17 @@ def inline(text: str) -> str:
         part = html.escape(part, quote=False)
         part = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)
         part = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", part)
-        part = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)",
-                      lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', part)
+        part = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", _link, part)  # (the text is escaped already)
         out.append(part)
     return "".join(out)
+
+
+def _link(m: re.Match) -> str:
+    """A Markdown link in escaped text: web, in-page and relative targets only (no ``javascript:``)."""
+    target = m.group(2)
+    if re.match(r"[a-zA-Z][\w+.-]*:", target) and not re.match(r"https?:", target):
+        return m.group(1)
+    return f'<a href="{target.replace(chr(34), "&quot;")}">{m.group(1)}</a>'
 
 
 def figure(alt: str, target: str, base: Path, title: str) -> str:
@@ -64,6 +72,8 @@ def figure(alt: str, target: str, base: Path, title: str) -> str:
     path = (base / target).resolve()
     if not path.is_file():
         raise SlideError(f"slide {title!r}: figure {target} does not exist ({path.name} not found)")
+    if not path.is_relative_to(DOCS.resolve()):
+        raise SlideError(f"slide {title!r}: figure {target} is outside docs/; figures must be the docs' own")
     mime = {".svg": "image/svg+xml", ".png": "image/png"}.get(path.suffix)
     if mime is None:
         raise SlideError(f"slide {title!r}: figure {target} must be .svg or .png")

@@ -119,10 +119,12 @@ def test_the_page_navigates_with_keys_and_a_slide_number(built):
     ("## A\ntext\n---\nno title here\n", "slide 2 has no title"),
     ("## A\n![x](missing.svg)\n", "figure missing.svg does not exist"),
     ("## A\n![x](https://example.org/a.svg)\n", "is remote"),
+    ("## A\n![x](outside.svg)\n", "is outside docs/"),
 ])
 def test_a_broken_source_is_an_error_naming_the_slide(source, message, tmp_path, capsys):
     src = tmp_path / "s.md"
     src.write_text(source, encoding="utf-8")
+    (tmp_path / "outside.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'/>")
     assert load().main(["--src", str(src), "--out", str(tmp_path / "o.html")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o.html").exists()
@@ -139,3 +141,10 @@ def test_markdown_subset(tmp_path):
                     "<pre><code>z &lt; 1</code></pre>")
     assert slide["notes"] == "<p>say <code>e</code></p>"
     assert "<em>it</em> <code>x&lt;y</code>" in module.render(slides, "t")
+
+
+def test_links_are_escaped_once_and_scripts_are_not_links():
+    slides = load()
+    text = slides.inline("[a](https://x.org/?a=1&b=2) and [b](javascript:alert(1))")
+    assert 'href="https://x.org/?a=1&amp;b=2"' in text and "&amp;amp;" not in text
+    assert "javascript" not in text and "b" in text
