@@ -160,17 +160,19 @@ def torch_sort(x: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np.
     keys = -x if descending else x  # negation is exact and keeps ties; -(-inf) sorts last, NaN last either way
     indices = np.empty(x.shape, np.int64)
     values = np.empty_like(x)
-    for b, row in enumerate(keys):
+    for b, row in enumerate(x):
         # Speed-up: argsort only the finite entries (after top-k, 50 of GPT-2's 50,257); the rest, all -inf
-        # keys here, go first in id order (stable). NaN or +inf keys: sort the whole row.
+        # here, go first (ascending) or last (descending) in id order, as a stable sort puts them. NaN or +inf
+        # in the row: sort the whole row.
         finite = np.isfinite(row)
         ids = np.flatnonzero(finite)
         rest = row.size - ids.size
         if rest and np.count_nonzero(row == -np.inf) != rest:
-            indices[b] = np.argsort(row, kind="stable")
+            indices[b] = np.argsort(keys[b], kind="stable")
         else:
-            indices[b, :rest] = np.flatnonzero(~finite)
-            indices[b, rest:] = ids[np.argsort(row[ids], kind="stable")]
+            ordered = ids[np.argsort(keys[b, ids], kind="stable")]
+            removed = np.flatnonzero(~finite)
+            indices[b] = np.concatenate([ordered, removed] if descending else [removed, ordered])
         values[b] = x[b, indices[b]]
     return values, indices
 
