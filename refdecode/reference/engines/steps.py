@@ -68,7 +68,7 @@ class Prompt:
     def __init__(self, row: list[int], mask: list[int], config: dict, rules: EngineRules, batch: int):
         self.row, self.config, self.rules = [int(t) for t in row], config, rules
         self.real = [int(t) for t, m in zip(row, mask) if m]          # prompt without left padding
-        self.padding = int(np.argmax(np.asarray(mask) != 0))          # left-padding width (5.x's padding_lengths)
+        self.padding = int(transformers5.padding_lengths(np.asarray([mask]), 1)[0])   # 5.x's padding width
         self.T = len(self.row)                                         # padded width
         self.eos = list(config["eos_token_id"])
         self.pad = int(config["pad_token_id"])
