@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .torch_cpu import DEFAULT_CAPABILITY, LANES, torch_softmax
+from .torch_cpu import DEFAULT_CAPABILITY, torch_softmax
 
 __all__ = ["SUM_LANES", "torch_sum", "torch_nansum", "torch_logsumexp", "categorical_entropy",
            "vml_exp", "vml_log", "vml_sqrt"]
@@ -123,8 +123,10 @@ def _row_sum(items: np.ndarray) -> np.ndarray:
     return first
 
 
-def torch_sum(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray:
+def torch_sum(x: np.ndarray) -> np.ndarray:
     """``x.sum(-1)`` of torch 2.x on the CPU (one thread), bit for bit: float32 (..., V) -> float32 (...).
+
+    torch runs its 8-lane (AVX2) sum kernel under either capability, so there is no ``capability`` to choose.
 
     Four columns ``[1e8, 1, -1e8, 1]``, the tail ``1`` onto the first (lost in 1e8), then
     ``((1e8 + 1) - 1e8) + 1 = 1``; left to right gives 2:
@@ -136,8 +138,6 @@ def torch_sum(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray
     x = np.asarray(x)
     if x.dtype != _F32:
         raise TypeError(f"`x` must be a float32 array, but has dtype {x.dtype}")
-    if capability not in LANES:
-        raise ValueError(f"`capability` has to be one of {sorted(LANES)}, but is {capability!r}")
     lanes = SUM_LANES
     rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
     n = rows.shape[1]
@@ -154,21 +154,21 @@ def torch_sum(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray
     return out.reshape(x.shape[:-1])
 
 
-def torch_nansum(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray:
+def torch_nansum(x: np.ndarray) -> np.ndarray:
     """``x.nansum(-1)`` on the CPU, bit for bit: the same cascade as :func:`torch_sum`, NaN read as 0.
 
     >>> torch_nansum(np.array([[0.5, np.nan, 0.25]], dtype=np.float32))
     array([0.75], dtype=float32)
     """
     x = np.asarray(x)
-    return torch_sum(np.where(np.isnan(x), _F32(0), x), capability)
+    return torch_sum(np.where(np.isnan(x), _F32(0), x))
 
 
 # ----------------------------------------------------------------------------------------------
 # logsumexp and the entropy of Categorical
 
 
-def torch_logsumexp(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray:
+def torch_logsumexp(x: np.ndarray) -> np.ndarray:
     """``x.logsumexp(-1)``: ``log(sum(exp(x - m))) + m``, ``m`` the row max (0 if infinite); float32 (..., V) -> (...).
 
     >>> torch_logsumexp(np.log(np.array([[0.5, 0.25, 0.25]], dtype=np.float32)) + np.float32(3.0))
@@ -177,7 +177,7 @@ def torch_logsumexp(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.n
     x = np.asarray(x)
     m = x.max(axis=-1, keepdims=True)
     m = np.where(np.abs(m) == np.inf, _F32(0), m)  # masked_fill_(maxes.abs() == INFINITY, 0)
-    total = torch_sum(vml_exp(x - m), capability)
+    total = torch_sum(vml_exp(x - m))
     return vml_log(total) + m[..., 0]
 
 
@@ -191,7 +191,7 @@ def categorical_entropy(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> 
     array([0.6931472], dtype=float32)
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        logits = np.asarray(x) - torch_logsumexp(x, capability)[..., None]
+        logits = np.asarray(x) - torch_logsumexp(x)[..., None]
     probs = torch_softmax(logits, capability)
     p_log_p = np.maximum(logits, np.finfo(_F32).min) * probs
-    return -torch_sum(p_log_p, capability)
+    return -torch_sum(p_log_p)
