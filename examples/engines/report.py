@@ -21,6 +21,7 @@ import datetime
 import inspect
 import json
 import re
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -402,7 +403,10 @@ def main() -> None:
                 else "not measured (this page was written from the committed responses)")
     report = {"date": datetime.date.today().isoformat(), "engines": engines, "bench": bench, "run_time": run_time,
               "provenance": args.provenance}
-    for path in (p for p in args.fresh if p.exists()):
+    missing = [str(p) for p in args.fresh if not p.exists()]
+    if missing:  # fresh_check.py crashed before writing its results: say so, do not drop the page's section
+        sys.exit(f"report.py: --fresh {', '.join(missing)} does not exist (did fresh_check.py fail? see fresh.txt)")
+    for path in args.fresh:
         found = json.loads(path.read_text())
         report.setdefault("fresh", {**found, "engines": {}})["engines"].update(found["engines"])
     (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")

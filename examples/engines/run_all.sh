@@ -47,8 +47,9 @@ done
 # 4b) fresh cases (new every run, the seed in the page): every engine's answers against its profile
 FRESH_SEED=${FRESH_SEED:-$(date -u +%Y%m%d)}
 $PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh" \
-  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 || true
-echo "fresh cases (seed $FRESH_SEED): $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
+  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
+  && fresh_status=0 || fresh_status=$?   # 1: mismatches (listed on the page); anything else: the check failed
+echo "fresh cases (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
 
 # 5) speed (alternating engines, one at a time)
 : > "$WORK/bench.jsonl"
