@@ -42,6 +42,7 @@ QUERIES = [
 ]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_site_file_urls import FLAGS, find_chromium  # noqa: E402  (the same offline Chromium flags)
+from zh_sync import REQUIRED  # noqa: E402  (the pages the Chinese edition must have)
 
 #: Types the query the way a reader does (focus, value, input/keyup events), then waits for result links.
 SEARCH_JS = """
@@ -72,6 +73,7 @@ class Browser:
         # moved above 3 and 4 first, so that placing one end on 3 or 4 cannot close the other
         to_chrome_r, from_chrome_w = (fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (to_chrome_r, from_chrome_w))
         self._profile = tempfile.TemporaryDirectory()
+        self._targets: dict[str, str] = {}  # session id -> its tab
         # Chromium reads the protocol on fd 3 and writes on fd 4.
         self._proc = subprocess.Popen(
             [binary, *FLAGS, "--allow-file-access-from-files", "--remote-debugging-pipe", f"--user-data-dir={self._profile.name}", "about:blank"],
@@ -107,12 +109,16 @@ class Browser:
         raise TimeoutError(method)
 
     def open(self, url: str) -> str:
-        """A new tab on ``url``, loaded; returns its session id."""
+        """A new tab on ``url``, loaded; returns its session id (:meth:`close_tab` closes it)."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self._targets[session] = target
         self.send("Page.navigate", {"url": url}, session)
         self.wait_for(session, "document.readyState === 'complete' && !!document.querySelector('input.md-search__input')")
         return session
+
+    def close_tab(self, session: str) -> None:
+        self.send("Target.closeTarget", {"targetId": self._targets.pop(session)})
 
     def evaluate(self, session: str, expression: str, timeout: float = 60):
         result = self.send("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
@@ -145,26 +151,27 @@ def search(browser: Browser, site: Path, page: str, query: str) -> dict:
     """Open ``page`` from disk, type ``query`` in its search box; the result links as paths under ``site``."""
     session = browser.open((site / page).as_uri())
     found = browser.evaluate(session, f"{SEARCH_JS}({json.dumps(query)})")
+    browser.close_tab(session)
     root = site.as_uri() + "/"
     found["pages"] = sorted({link.split("#")[0][len(root):] for link in found.get("links", []) if link.startswith(root)})
     return found
 
 
-#: Pages whose Chinese edition the language switch must reach (tests/docs/test_zh.py REQUIRED).
-SWITCHED = ["index", "glossary", "source-documents", "choosing-a-strategy", "misconceptions", "greedy", "temperature",
-            "top-k", "top-p", "repetition-penalty", "no-repeat-ngram", "min-length", "beam-search",
-            "group-beam-search", "tokens"]
+#: Pages whose Chinese edition the language switch must reach.
+SWITCHED = REQUIRED
 
 
 def switch_target(browser: Browser, site: Path, page: str, lang: str) -> dict:
     """Open ``page`` from disk, follow its language switch's link to ``lang`` as a click would; what opened."""
     session = browser.open((site / page).as_uri())
     href = browser.evaluate(session, f"document.querySelector('a.md-select__link[hreflang={lang}]')?.href")
+    browser.close_tab(session)
     if not href:
         return {"page": None}
     target = browser.open(href)
     opened = browser.evaluate(target, "({h1: document.querySelector('h1')?.textContent, "
                                       "lang: document.documentElement.lang, url: location.href})")
+    browser.close_tab(target)
     return {"page": opened["url"][len(site.as_uri()) + 1:], **opened}
 
 

@@ -21,6 +21,11 @@ import sys
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+#: The pages the Chinese edition must have: the overview and learning path, the glossary, the audit,
+#: choosing a strategy, misconceptions, and the algorithms the source documents name (test_zh.py, check_search.py).
+REQUIRED = ["index", "glossary", "source-documents", "choosing-a-strategy", "misconceptions", "greedy",
+            "temperature", "top-k", "top-p", "repetition-penalty", "no-repeat-ngram", "min-length",
+            "beam-search", "group-beam-search", "tokens"]
 _BLOCK_START = re.compile(r"^\s*(```|\$\$|<pre class=\"diagram\">)")
 _CLOSES = {"```": lambda s: s.startswith("```"), "$$": lambda s: s.endswith("$$"),
            '<pre class="diagram">': lambda s: s.endswith("</pre>")}
