@@ -116,7 +116,11 @@ def _introsort_py(a: list, first: int, last: int, depth: int) -> None:
 
 
 def _adjust_heap_py(a: list, base: int, hole: int, length: int, value: tuple) -> None:
-    """``__adjust_heap`` then ``__push_heap`` (bits/stl_heap.h) on the heap ``a[base:base+length]``."""
+    """``__adjust_heap`` then ``__push_heap`` (bits/stl_heap.h) on the heap ``a[base:base+length]``.
+
+    tools/golden/make_torch_sort_golden.py has the same libstdc++ steps with a comparator that has side effects
+    (McIlroy's adversary fixes values as it is asked); the golden tool imports nothing of refdecode, so the two
+    stay apart."""
     top = second = hole
     while second < (length - 1) // 2:
         second = 2 * (second + 1)

@@ -70,6 +70,7 @@ def adversary(n: int) -> np.ndarray:
     a = list(range(n))
 
     def adjust(base: int, hole: int, length: int, value: int) -> None:
+        # libstdc++'s __adjust_heap, as refdecode/numerics/introsort.py has it, but through the adversary's less()
         top = second = hole
         while second < (length - 1) // 2:
             second = 2 * (second + 1)
