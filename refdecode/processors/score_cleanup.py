@@ -51,7 +51,9 @@ def logit_normalization_process(scores: np.ndarray) -> np.ndarray:
     >>> logit_normalization_process(np.array([[0.0, 0.0, -np.inf]], dtype=np.float32))
     array([[-0.6931472, -0.6931472,       -inf]], dtype=float32)
     """
-    return torch_log_softmax(check_scores(scores))  # torch's kernel to the bit: beam scores add these up
+    scores = check_scores(scores)
+    # torch's kernel to the bit (beam scores add these up); .view keeps an ndarray subclass (a tensor shim) as given
+    return torch_log_softmax(scores).view(type(scores))
 
 
 class InfNanRemoveLogitsProcessor(LogitsProcessor):
