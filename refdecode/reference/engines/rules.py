@@ -109,6 +109,13 @@ class EngineRules:
       out b * 2K (onnxruntime-genai G4, beam_search_scorer.cpp:161); 4.38.2 the prompt's own best.
     * ``tie_earlier_wins``: among equal hypothesis scores the earlier-inserted ranks first (onnxruntime-genai
       G8, beam_search_scorer.cpp:33-36); 4.38.2 the later (``finalize`` pops the last of a stable sort).
+
+    What the engine returns:
+
+    * ``beam_scores``: the engine's API returns each beam hypothesis's score (4.38.2 ``sequences_scores``);
+      False: it returns the sequences only (onnxruntime-genai 0.18.0: ``Generator.get_sequence``, no score
+      getter in its Python API). ``decode_as`` computes the scores either way; ``refdecode conformance serve
+      --as ENGINE`` answers with them only where the engine does, so ``check`` compares what the engine gives.
     """
 
     rp_ctx: str = "row"
@@ -135,6 +142,7 @@ class EngineRules:
     can_improve_length: bool = False
     can_improve_offset: bool = False
     tie_earlier_wins: bool = False
+    beam_scores: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
@@ -163,11 +171,11 @@ PROFILES: dict[str, EngineRules] = {
     # C1 .. C7: one generate_batch call per prompt, lengths given per prompt (the adapter's CT2_PER_PROMPT=1)
     "ctranslate2-per-prompt": EngineRules(rp_ctx="tail", ngram_ctx="tail", processors_first=True, candidates="2k",
                                           first_eos=True, loop="ct2", eos_out="generated", offset=True),
-    # G1 .. G10 (G9, G10: the layout of what get_sequence() returns)
+    # G1 .. G10 (G9, G10: the layout of what get_sequence() returns; no scores in its Python API)
     "onnxruntime-genai": EngineRules(rp_ctx="right_padded", ngram_ctx="right_padded", processors_first=True,
                                      candidates="2k", hyp_length_with_prompt=True, can_improve_length=True,
                                      can_improve_offset=True, tie_earlier_wins=True, trailing_pad_is_padding=True,
-                                     eos_out="none", drop_last_step=True),
+                                     eos_out="none", drop_last_step=True, beam_scores=False),
     # T1, T2
     "transformers-js": EngineRules(pad_after_eos=False, stop_when_all_last_eos=True, beam_is_greedy=True),
     # L1, L2 (its fp16 GELU table is the forward pass's, not a decoding rule: FINDINGS.md "Numerics")
