@@ -50,10 +50,11 @@ import numpy as np
 from ..config import GPT2Config
 from ..gpt2 import MASK_MIN, attend, attention_scores, lm_head, padding_bias
 from ..kv_cache import KVCache
+from .layout import head_rows
 from ...numerics import ACT2FN
 
-__all__ = ["gpt2_fast", "attend_causal_blocked", "softmax_", "gelu_new_", "by_rows", "layer_norm_", "linear", "mha",
-           "ffn"]
+__all__ = ["gpt2_fast", "attend_causal_blocked", "softmax_", "gelu_new_", "by_rows", "layer_norm_", "linear",
+           "few_rows_product", "mha", "ffn"]
 
 #: Query rows per attention block. GPT-2 124M, 512-token prompt: 32 -> 444 ms, 64 -> 429, 128 -> 421,
 #: 256 -> 432 (fewer, larger blocks mean fewer BLAS calls but more of the masked triangle computed).
@@ -62,8 +63,15 @@ BLOCK_SIZE = 128
 #: Rows per chunk for elementwise work on large activations (:func:`by_rows`): 32 x 3072 floats = 384 kB.
 ROWS_PER_CHUNK = 32
 
-#: Up to this many rows, :func:`linear` multiplies as (W^T @ x^T)^T when W is stored column-major.
+#: Up to this many rows, :func:`linear` multiplies against W^T (W stored column-major): one row as a gemv, 2..16 rows
+#: in blocks (:func:`few_rows_product`).
 FEW_ROWS = 16
+
+#: OpenBLAS multiplies a GEMM with M * N * K <= 100**3 by its "small matrix" kernel where it has one (x86-64 with
+#: AVX-512, NumPy's wheels: interface/gemm.c, kernel/x86_64/sgemm_small_kernel_permit_skylakex.c), which reads the
+#: operands as they are; above it, its GEMM first packs a copy of the weight. :func:`few_rows_product` keeps each
+#: block under this bound, with a margin: 4 rows x 256 outputs x 768 inputs.
+SMALL_GEMM_MNK = 786_432
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -139,12 +147,31 @@ def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     OpenBLAS then streams the contiguous rows of ``weight.T`` (one gemv for one row, a tall-skinny GEMM
     for a few), instead of its small-M GEMM path for ``x @ weight`` (see the module docstring).
     """
-    if x.shape[0] <= FEW_ROWS and weight.flags.f_contiguous:
-        y = np.ascontiguousarray((weight.T @ x.T).T)  # (E_out, E_in) @ (E_in, N) -> (E_out, N) -> (N, E_out)
+    if x.shape[0] == 1 and weight.flags.f_contiguous:
+        y = np.ascontiguousarray((weight.T @ x.T).T)  # (E_out, E_in) @ (E_in, 1) -> (E_out, 1) -> (1, E_out): a gemv
+    elif x.shape[0] <= FEW_ROWS and weight.flags.f_contiguous:
+        return np.add(few_rows_product(x, weight.T), bias, out=np.empty((x.shape[0], weight.shape[1]), np.float32))
     else:
         y = x @ weight  # (N, E_in) @ (E_in, E_out) -> (N, E_out)
     y += bias
     return y
+
+
+def few_rows_product(x: np.ndarray, wt: np.ndarray) -> np.ndarray:
+    """``x @ wt.T`` for a few rows x (N, E_in) and a row-major W^T ``wt`` (E_out, E_in), as a (N, E_out) view.
+
+    W^T goes in blocks of output rows with N * rows * E_in <= SMALL_GEMM_MNK, each ``block @ x^T`` one OpenBLAS
+    call under its small-matrix bound: the block is read once, straight from memory, for all N rows. As one call,
+    OpenBLAS's GEMM packs W^T first; one thread, 124M-shaped weights (benchmarks/beam_gap.py): 4 rows cost ~2x one
+    row as one call, ~1.2x in blocks. Each output is still one dot product over E_in (its grouping is the kernel's).
+    """
+    N, E_in = x.shape
+    step = max(8, SMALL_GEMM_MNK // (N * E_in))  # W^T rows per block: 256 for 4 rows of 768
+    xt = np.ascontiguousarray(x.T)  # (E_in, N)
+    out = np.empty((wt.shape[0], N), dtype=np.float32)  # (E_out, N)
+    for start in range(0, wt.shape[0], step):
+        np.matmul(wt[start : start + step], xt, out=out[start : start + step])  # (rows, E_in) @ (E_in, N)
+    return out.T
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -274,4 +301,6 @@ def gpt2_fast(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str,
     cache.advance(T)
     x = layer_norm_(x, **params["ln_f"], eps=eps)  # (B*n, E)
     head = params.get("lm_head", params["wte"])  # (V, E), i.e. W^T of the head
+    if 1 < B * n <= FEW_ROWS and head.flags.f_contiguous:  # a few rows: W^T row-major, in blocks
+        return np.ascontiguousarray(few_rows_product(x, head_rows(params))).reshape(B, n, -1)  # thread-independent
     return lm_head(x, head).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V), thread-count independent
