@@ -4,7 +4,9 @@
 # 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_sample +
 # gpt2_beam_search + gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`
 # (summary lines kept) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
-# 5) each bench script + refdecode's own, 6) report.py (diagnosis, reproduction, docs/engines.md, report.json).
+# 5) each bench script, and benchmarks/beam_gap.py (beam-4 against greedy, refdecode and onnxruntime-genai), 6) report.py
+# (diagnosis, reproduction, refdecode's speed with both forward passes, docs/engines.md, report.json), 7) the whole
+# run's time into the page.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -61,7 +63,18 @@ for e in "${ENGINES[@]}"; do
   fi
 done
 
+# 5b) where beam-4's time goes, refdecode against onnxruntime-genai (one thread; the page's paragraph on beam-4)
+t0=$(date +%s)
+rm -f "$WORK/beam_gap.json"
+$PY benchmarks/beam_gap.py --rounds 3 --json "$WORK/beam_gap.json" > "$WORK/beam_gap.txt" 2>&1 || true
+echo "beam_gap: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
+GAP=(); [ -f "$WORK/beam_gap.json" ] && GAP=(--beam-gap "$WORK/beam_gap.json")
+
 # 6) the report
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench --fresh "$WORK/fresh.json" --run-seconds $(( $(date +%s) - START )) \
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh.json" --run-seconds $(( $(date +%s) - START )) \
   --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
-echo "run_all.sh: $(( $(date +%s) - START )) s"
+
+# 7) the whole run's time, measured here at the end, into the page (report.json's run_time)
+echo "$(( $(date +%s) - START ))" > "$WORK/run_seconds.txt"
+$PY examples/engines/report.py --from-json --run-time-file "$WORK/run_seconds.txt"
+echo "run_all.sh: $(cat "$WORK/run_seconds.txt") s (in docs/engines.md, \"Full run time\")"

@@ -6,7 +6,8 @@ place). :class:`~refdecode.model.modeling.GPT2` runs this version when it is mad
 :mod:`refdecode.model.gpt2` to learn the model, read this file to see what a NumPy forward pass costs.
 
 What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-token prefill takes
-659 ms plain and 428 ms here; a decoding step 17.6 -> 17.1 ms with 1 row, 51.2 -> 42.6 ms with 4 beams.
+659 ms plain and 428 ms here; a decoding step 17.6 -> 17.1 ms with 1 row, 51.2 -> 42.6 ms with 4 beams (before the
+blocked few-row products of point 4).
 
 1. **Causal attention by query blocks** (:func:`attend_causal_blocked`). The plain :func:`~refdecode.model.gpt2.attend`
    builds the full (T, S + T) score matrix and then overwrites the future half with ``finfo.min``; for a
@@ -26,15 +27,16 @@ What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-t
    Each in-place sequence performs the same float32 operations in the same order as the plain expression
    it replaces, so it gives the same bits. Where ``1/sqrt(D)`` is a power of two (GPT-2: 1/8) it is
    applied to q instead of to every score, which is exact.
-4. **Few-row products against transposed weights** (:func:`linear`). With a handful of rows (decoding,
-   beams, the verification pass of prompt lookup / assisted decoding) ``(W^T @ x^T)^T`` on a column-major
-   weight is one OpenBLAS call that streams the weight in its fast direction (a gemv for one row);
-   ``x @ W`` with 4 rows takes OpenBLAS's small-M GEMM path, which costs several single-row passes.
-   :func:`refdecode.model.fast.layout.load_params_column_major` stores the Conv1D weights column-major
-   (``from_pretrained(..., forward="fast")`` unless memory-mapped), so either form reads contiguous memory.
-   A few rows still cost more than one (4 rows ~1.8x, 11 rows ~2.8x on a quiet 2-core machine): OpenBLAS's
-   GEMM for so few rows runs at ~50-66 GFLOPS even with the weight in cache. Splitting W^T into
-   cache-sized blocks on two Python threads was tried and measured slower (benchmarks/README.md).
+4. **Few-row products against transposed weights** (:func:`linear`, :func:`few_rows_product`). One row (greedy
+   decoding) is ``W^T @ x`` on a column-major weight: one gemv streaming contiguous rows. A few rows (beams, the
+   verification pass of prompt lookup / assisted decoding) go in blocks of W^T's rows, each ``block @ x^T`` small
+   enough (:data:`SMALL_GEMM_MNK`) for OpenBLAS's small-matrix kernel, which reads the block once from memory for
+   all the rows; as one call, OpenBLAS's GEMM first packs a copy of the whole weight, and 4 rows cost about two
+   single-row passes. The tied LM head is multiplied the same way from a row-major copy of ``wte``, made on the first
+   few-row step (:func:`refdecode.model.fast.layout.head_rows`, 154 MB for GPT-2 124M; greedy decoding never makes
+   it). One thread, 124M-shaped weights: a beam-4 step costs ~1.6x a greedy step instead of ~2.6x
+   (benchmarks/beam_gap.py). :func:`refdecode.model.fast.layout.load_params_column_major` stores the Conv1D
+   weights column-major (``from_pretrained(..., forward="fast")`` unless memory-mapped).
 
 tests/model/fast/test_forward.py checks this module against :mod:`refdecode.model.gpt2` on every golden checkpoint
 (prefill, padded batches, cached steps, beams) and that generate() gives the same tokens either way.

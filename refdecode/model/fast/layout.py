@@ -3,8 +3,9 @@ r"""The weight layout of the fast forward pass: every 2-D weight stored column-m
 Contract: :func:`load_params_column_major` returns the same nested float32 parameters as
 :func:`refdecode.model.checkpoint.load_params` (same names, shapes and values), with ``wte``, an untied
 ``lm_head`` and the Conv1D weights ``c_attn``, ``c_proj``, ``c_fc`` laid out column-major: the same values,
-stored so that the LM head ``x @ wte.T`` streams one contiguous matrix and the few-row products of
-:func:`refdecode.model.fast.forward.linear` can take ``(W^T @ x^T)^T``, which OpenBLAS runs faster for 1-16 rows.
+stored so that the LM head ``x @ wte.T`` streams one contiguous matrix and the products of
+:func:`refdecode.model.fast.forward.linear` can take W^T's contiguous rows (a gemv for one row, blocks for 2-16).
+:func:`head_rows` adds a row-major copy of the LM head for the few-row steps, on first use.
 Only the fast forward pass asks for it (``GPT2.from_pretrained(path, forward="fast")``); the plain one
 reads the weights as stored.
 """
