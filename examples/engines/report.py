@@ -22,6 +22,7 @@ import argparse
 import datetime
 import inspect
 import json
+import os
 import re
 import sys
 import time
@@ -179,7 +180,8 @@ def refdecode_bench() -> list[dict]:
     for forward, note in FORWARDS.items():
         model = GPT2.from_pretrained(default_model(), forward=forward)
         out = {"engine": "refdecode", "version": __import__("refdecode").__version__, "forward": forward,
-               "threads": 1, "note": note}
+               "threads": 1, "note": f"{note}; {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average "
+                                     f"{os.getloadavg()[0]:.1f}"}
         for name, beams in (("greedy", 1), ("beam4", 4)):
 
             def once() -> None:
@@ -205,7 +207,8 @@ def speed_lines(report: dict) -> list[str]:
         name = b.get("engine") + (f", forward=\"{b['forward']}\"" if b.get("forward") else "")
         beam, greedy = b.get("beam4_tok_s"), b.get("greedy_tok_s")
         ratio = f"{beam / greedy:.2f}" if beam and greedy else "-"
-        lines.append(f"| {name} | {b.get('version')} | {greedy} | {'-' if beam is None else beam} | {ratio} | "
+        lines.append(f"| {name} | {b.get('version')} | {'-' if greedy is None else greedy} | "
+                     f"{'-' if beam is None else beam} | {ratio} | "
                      f"{b.get('note', '')} |")
     lines += ["", "Each engine single-threaded, its own bench script (`examples/engines/<engine>/bench.*`); "
               "refdecode: `generate` with OPENBLAS_NUM_THREADS=1, once per forward pass. One run each, on a shared "
@@ -217,7 +220,7 @@ def speed_lines(report: dict) -> list[str]:
                  "onnxruntime packs each constant weight once, at load, for its MLAS GEMM: `PrePack` in "
                  "onnxruntime/core/providers/cpu/math/gemm.cc and matmul.cc), and its whole beam step "
                  f"(model, search, cache) {gap['genai_step_4_x']}x a greedy step; beam-4 / greedy "
-                 f"{gap['genai_beam4_over_greedy']}." if "genai_model_4_x" in gap else "")
+                 f"{gap['genai_beam4_over_greedy']:.2f}." if "genai_model_4_x" in gap else "")
         lines += ["", "**Why beam-4 costs what it does** (`benchmarks/beam_gap.py`, one thread, "
                   f"{gap['clock']}, {gap['rounds']} alternating rounds, {gap['date']}, load average {gap['load']}). "
                   "A beam-4 step is the model on 4 rows plus the search. The weight products of one step take, "
@@ -228,8 +231,8 @@ def speed_lines(report: dict) -> list[str]:
                   f"1-row step. The search adds per beam step: log_softmax over 4 x 50,257 with torch's bits "
                   f"{gap['log_softmax_exact_ms']} ms (NumPy's plain expression {gap['log_softmax_numpy_ms']} ms), "
                   f"the top-2K candidates {gap['top_2k_ms']} ms, the KV cache reorder {gap['reorder_ms']} ms. "
-                  f"beam-4 / greedy: refdecode default forward {gap['plain_beam4_over_greedy']}, fast forward "
-                  f"{gap['fast_beam4_over_greedy']}." + genai]
+                  f"beam-4 / greedy: refdecode default forward {gap['plain_beam4_over_greedy']:.2f}, fast forward "
+                  f"{gap['fast_beam4_over_greedy']:.2f}." + genai]
     return lines
 
 
