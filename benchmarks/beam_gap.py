@@ -33,6 +33,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,7 +80,8 @@ def genai_worker(wall: bool) -> None:
     for rows in (1, 4):
         so = ort.SessionOptions()
         so.intra_op_num_threads = so.inter_op_num_threads = 1
-        so.enable_profiling, so.profile_file_prefix = True, f"/tmp/beam_gap_ort{rows}"
+        so.enable_profiling = True
+        so.profile_file_prefix = str(Path(tempfile.gettempdir()) / f"beam_gap_ort{rows}")
         sess = ort.InferenceSession(str(folder / "onnx" / "model.onnx"), so, providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(0)
         feeds = {i.name: rng.standard_normal((rows, 12, S, 64), dtype=np.float32)
