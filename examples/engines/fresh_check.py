@@ -33,7 +33,8 @@ from refdecode.reference.conformance.cases_decode import model_for
 
 HERE = Path(__file__).resolve().parent
 #: profiles answered by another engine's adapter in another mode: profile -> (engine folder, environment)
-VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1")}
+VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1"),
+            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1")}
 
 
 def command(engine: str) -> str:
@@ -51,7 +52,7 @@ def profile_answer(engine: str, case: dict) -> list | str:
     inp = REGISTRY[case["type"]].inputs.decode(case["input"])
     try:
         out = decode_as(engine, NextTokenLogits(model_for(inp["model"], inp["config"])), inp["input_ids"],
-                        inp["attention_mask"], inp["config"])
+                        inp["attention_mask"], inp["config"], inp.get("uniforms"))
     except NotSimulated as err:
         return f"not simulated: {err}"
     return to_json(out)["sequences"]

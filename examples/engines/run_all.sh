@@ -13,7 +13,7 @@ START=$(date +%s)
 WORK="${RUN_ALL_WORK:-$ROOT/examples/engines/.run}"   # git-ignored
 mkdir -p "$WORK"
 : > "$WORK/times.txt"
-ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub)
+ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub mlx-lm)
 
 # 1) refdecode
 [ -x .venv/bin/python ] || { python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]"; }
@@ -47,7 +47,7 @@ done
 # 4b) fresh cases (new every run, the seed in the page): every engine's answers against its profile
 FRESH_SEED=${FRESH_SEED:-$(date -u +%Y%m%d)}
 $PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh" \
-  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
+  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt,mlx-lm-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
   && fresh_status=0 || fresh_status=$?   # 1: mismatches (listed on the page); anything else: the check failed
 echo "fresh cases (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
 
