@@ -141,9 +141,11 @@ def main() -> int:
     engines = args.engines.split(",") if args.engines else installed()
     print(f"{len(cases)} fresh cases, seed {args.seed}, in {suite}")
     results = {}
+    # another selection of groups than the default is named with the engine (report.py merges --json files by name)
+    label = "" if args.groups == ",".join(FRESH_GROUPS) else f" [{args.groups}]"
     for engine in engines:
-        r = results[engine] = check_engine(engine, cases, args.timeout)
-        print(f"{engine}: profile = engine on {r['same']} of {r['answered']} answered ({r['departing_same']} of the "
+        r = results[engine + label] = check_engine(engine, cases, args.timeout)
+        print(f"{engine}{label}: profile = engine on {r['same']} of {r['answered']} answered ({r['departing_same']} of the "
               f"{r['departing']} departing from 4.38.2), {r['unsupported']} unsupported, {r['no_answer']} no answer")
         for m in r["mismatches"]:
             print(f"  MISMATCH {m['id']} ({m['note']}): {m['why']}")

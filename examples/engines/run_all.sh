@@ -50,6 +50,11 @@ $PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$W
   --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt,mlx-lm-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
   && fresh_status=0 || fresh_status=$?   # 1: mismatches (listed on the page); anything else: the check failed
 echo "fresh cases (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
+# the engines without beam search, n-gram or minimum length answer few of those: their own groups, same seed
+$PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh-nobeam" --groups plain_greedy,sample \
+  --engines mlx-lm,mlx-lm-per-prompt --json "$WORK/fresh-nobeam.json" > "$WORK/fresh-nobeam.txt" 2>&1 \
+  && fresh_status=0 || fresh_status=$?
+echo "fresh cases plain_greedy,sample (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh-nobeam.txt") mismatches" | tee -a "$WORK/times.txt"
 
 # 5) speed (alternating engines, one at a time)
 : > "$WORK/bench.jsonl"
@@ -62,6 +67,6 @@ for e in "${ENGINES[@]}"; do
 done
 
 # 6) the report
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench --fresh "$WORK/fresh.json" --run-seconds $(( $(date +%s) - START )) \
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench --fresh "$WORK/fresh.json" --fresh "$WORK/fresh-nobeam.json" --run-seconds $(( $(date +%s) - START )) \
   --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
 echo "run_all.sh: $(( $(date +%s) - START )) s"
