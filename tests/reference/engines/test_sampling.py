@@ -122,3 +122,15 @@ def test_the_mlx_profile_draws_from_its_kept_set():
     mlx = decode_as(EngineRules(warpers="mlx"), TableModel(table), ids, mask, cfg, [0.9])["sequences"]
     hf = decode_as("transformers-4.38.2", TableModel(table), ids, mask, cfg, [0.9])["sequences"]
     assert mlx.tolist() == [[0, 1]] and hf.tolist() == [[0, 0]]
+
+
+def test_the_mlx_profile_gives_mlx_lms_sampled_rows():
+    """mlx-lm's recorded gpt2_sample answers (its own sampler chain, the draw taken with the case's uniforms): the
+    mlx-lm profile gives every row; 4.38.2's differ (M1 on gpt2_sample/0000, M3 on gpt2_sample/0004)."""
+    from engine_records import decode_case, recorded
+
+    sampled = [r for r in recorded("mlx-lm") if r["config"].get("do_sample")]
+    assert {r["id"] for r in sampled} == {"gpt2_sample/0000", "gpt2_sample/0004"}
+    for r in sampled:
+        assert decode_case("mlx-lm", r)["sequences"].tolist() == r["response"]["output"]["sequences"], r["id"]
+        assert decode_case("transformers-4.38.2", r)["sequences"].tolist() != r["response"]["output"]["sequences"]
