@@ -44,7 +44,6 @@ with pad_token_id. ``batch_generate`` returns a row that stopped on an eos WITHO
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -53,6 +52,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
+sys.path.insert(0, str(HERE.parent / "onnx-export"))
+from export import weights_key  # noqa: E402  (the cache's key: <name>-<sha256(model.safetensors)[:12]>)
 from protocol import Unsupported, serve  # noqa: E402
 
 import mlx.core as mx  # noqa: E402
@@ -73,11 +74,7 @@ _MODELS: dict[str, tuple] = {}
 
 def converted(src: Path) -> Path:
     """The cached mlx-lm folder of a HF folder, written on first use."""
-    h = hashlib.sha256()
-    with open(src / "model.safetensors", "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    out = CACHE / f"{src.name}-{h.hexdigest()[:12]}"
+    out = CACHE / weights_key(src)
     if not (out / "model.safetensors").exists():
         t0 = time.perf_counter()
         convert(src, out)

@@ -28,20 +28,16 @@ sys.path.insert(0, str(HERE.parent / "common"))
 from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402
 
 sys.path.insert(0, str(HERE))
-from convert import convert  # noqa: E402
+from adapter import converted  # noqa: E402  (the adapter's cache: one conversion per checkpoint)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=5, help="timed runs (after one warm-up)")
+    ap.add_argument("--model", type=Path, default=None, help="a HF GPT-2 folder (default: the 124M-shaped one)")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    src = args.model or default_model()
-    out_dir = HERE / "cache" / f"bench-{src.name}"
-    if not (out_dir / "model.safetensors").exists():
-        convert(src, out_dir)
-    model, _ = load_model(out_dir)
+    model, _ = load_model(converted(args.model or default_model()))
     prepare = time.perf_counter() - t0
     prompt, sampler = mx.array(PROMPT), make_sampler(temp=0.0)
 
