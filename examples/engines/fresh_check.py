@@ -145,8 +145,8 @@ def main() -> int:
     label = "" if args.groups == ",".join(FRESH_GROUPS) else f" [{args.groups}]"
     for engine in engines:
         r = results[engine + label] = check_engine(engine, cases, args.timeout)
-        print(f"{engine}{label}: profile = engine on {r['same']} of {r['answered']} answered ({r['departing_same']} of the "
-              f"{r['departing']} departing from 4.38.2), {r['unsupported']} unsupported, {r['no_answer']} no answer")
+        print(f"{engine}{label}: profile = engine on {r['same']} of {r['answered']} answered ({r['departing_same']} of "
+              f"the {r['departing']} departing from 4.38.2), {r['unsupported']} unsupported, {r['no_answer']} no answer")
         for m in r["mismatches"]:
             print(f"  MISMATCH {m['id']} ({m['note']}): {m['why']}")
     if args.json:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One command, idempotent, from anywhere: mlx-lm 0.32.2 on mlx's CPU build for Linux (mlx[cpu] 0.32.4, PyPI wheels)
-# in ./env. Checkpoints are written as mlx-lm folders by the adapter on first use (convert.py -> cache/; NumPy and
-# safetensors, which mlx-lm brings).
+# One command, idempotent, from anywhere: mlx-lm 0.32.2 on mlx's CPU build for Linux (mlx[cpu] 0.32.4, PyPI
+# wheels) in ./env. Checkpoints are written as mlx-lm folders by the adapter on first use (convert.py -> cache/;
+# NumPy and safetensors, which mlx-lm brings).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mlx=0.32.4
