@@ -39,7 +39,7 @@ from refdecode.reference.engines.beam import NotSimulated
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
-           "llama-cpp", "keras-hub"]
+           "llama-cpp", "keras-hub", "mlx-lm"]
 GROUPS = ["engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search", "gpt2_greedy",
           "gpt2_sample", "gpt2_beam_search"]
 _LOGITS: dict[str, NextTokenLogits] = {}
@@ -279,8 +279,9 @@ def fresh_lines(fresh: dict | None) -> list[str]:
     lines = ["", "### Fresh cases (drawn anew, never in the suite)", "",
              f"`examples/engines/fresh_check.py --fresh {fresh['cases']} --seed {fresh['seed']}` "
              "(`refdecode conformance fresh`: left-padded batches of new prompts, new settings, near-ties kept and "
-             "labelled; groups greedy, beam_search, eos_heavy) through each engine's adapter, its answers against "
-             "its profile:", "",
+             "labelled; groups greedy, beam_search, eos_heavy; an engine named with `[plain_greedy,sample]`: "
+             "those groups of the same seed, for the engines without beams, n-grams or minimum lengths) through "
+             "each engine's adapter, its answers against its profile:", "",
              "| engine (profile) | answered | profile = engine | differ from 4.38.2 | of those profile = engine | "
              "unsupported |", "|---|---|---|---|---|---|"]
     for name, r in fresh["engines"].items():

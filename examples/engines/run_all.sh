@@ -15,7 +15,7 @@ START=$(date +%s)
 WORK="${RUN_ALL_WORK:-$ROOT/examples/engines/.run}"   # git-ignored
 mkdir -p "$WORK"
 : > "$WORK/times.txt"
-ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub)
+ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub mlx-lm)
 
 # 1) refdecode
 [ -x .venv/bin/python ] || { python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]"; }
@@ -49,9 +49,14 @@ done
 # 4b) fresh cases (new every run, the seed in the page): every engine's answers against its profile
 FRESH_SEED=${FRESH_SEED:-$(date -u +%Y%m%d)}
 $PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh" \
-  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
+  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt,mlx-lm-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
   && fresh_status=0 || fresh_status=$?   # 1: mismatches (listed on the page); anything else: the check failed
 echo "fresh cases (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
+# the engines without beam search, n-gram or minimum length answer few of those: their own groups, same seed
+$PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh-nobeam" --groups plain_greedy,sample \
+  --engines mlx-lm,mlx-lm-per-prompt --json "$WORK/fresh-nobeam.json" > "$WORK/fresh-nobeam.txt" 2>&1 \
+  && fresh_status=0 || fresh_status=$?
+echo "fresh cases plain_greedy,sample (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh-nobeam.txt") mismatches" | tee -a "$WORK/times.txt"
 
 # 5) speed (alternating engines, one at a time)
 : > "$WORK/bench.jsonl"
@@ -71,7 +76,7 @@ echo "beam_gap: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
 GAP=(); [ -f "$WORK/beam_gap.json" ] && GAP=(--beam-gap "$WORK/beam_gap.json")
 
 # 6) the report
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh.json" --run-seconds $(( $(date +%s) - START )) \
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh.json" --fresh "$WORK/fresh-nobeam.json" --run-seconds $(( $(date +%s) - START )) \
   --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
 
 # 7) the whole run's time, measured here at the end, into the page (report.json's run_time)

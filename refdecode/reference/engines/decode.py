@@ -12,8 +12,9 @@ with the case's uniforms from the distribution the engine leaves (llama.cpp) or 
 
 Output layout, 4.38.2 (beam_search.py ``finalize`` :350-362): a finished hypothesis is written without its eos and
 then eos_token_id[0] where the row is shorter than max_length (``eos_out="first"``); the engines write the eos they
-generated (``eos_out="generated"``) or none (``"none"``, onnxruntime-genai). Greedy rows are written as generated
-(without the step on which the last row finished under ``drop_last_step``).
+generated (``eos_out="generated"``) or none (``"none"``, onnxruntime-genai). Greedy and sampled rows are written as
+generated (without the step on which the last row finished under ``drop_last_step``; without their final eos under
+``stop_eos_dropped``).
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         one = beam_5 if rules.loop == "5" else beam_ct2
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
-    out = {"sequences": _layout(rows, cfg, rules.eos_out if beams else "generated")}
+    layout = rules.eos_out if beams else ("none" if rules.stop_eos_dropped else "generated")
+    out = {"sequences": _layout(rows, cfg, layout)}
     if beams:
         out["sequences_scores"] = np.array([s for hyps in found for _, s in hyps], dtype=np.float32)
     return out

@@ -11,7 +11,8 @@ runs them (``decode_as``).
 of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py``; CTranslate2 4.8.5
 ``src/decoding.cc``; onnxruntime-genai 0.18.0 ``src/`` (search.cpp, beam_search_scorer.cpp, logits.cpp,
 position_inputs.cpp); transformers.js 4.3.1 ``src/models/modeling_utils.js``; llama.cpp through node-llama-cpp
-3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``.
+3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``; mlx-lm 0.32.2
+``mlx_lm/sample_utils.py``, ``mlx_lm/generate.py``.
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ class EngineRules:
       ``"llama"`` top-k keeping exactly k, then top-p on the float32 softmax of the scores BEFORE the
       temperature (descending, the shortest prefix whose float32 cumulative sum reaches top_p), then the
       temperature (llama.cpp L2: node-llama-cpp AddonSampler.cpp:101-156, llama-sampler.cpp:321-338,
-      :1549-1602, :265). The draw is 4.38.2's for both: softmax, then the row's uniform.
+      :1549-1602, :265); ``"mlx"`` mlx-lm's ``make_sampler`` chain on the log-softmax of the scores: top-p
+      (ascending sort, float32 mass above each entry, entries below the first kept value dropped, ties kept),
+      then min-p, then top-k keeping exactly k, then the log-probabilities times float32(1 / temperature)
+      (mlx-lm M3, sample_utils.py:49-73, :138-159, :163-209, :213-229, :272-273). The draw is 4.38.2's for all:
+      softmax, then the row's uniform.
 
     Greedy:
 
@@ -110,6 +115,15 @@ class EngineRules:
     * ``tie_earlier_wins``: among equal hypothesis scores the earlier-inserted ranks first (onnxruntime-genai
       G8, beam_search_scorer.cpp:33-36); 4.38.2 the later (``finalize`` pops the last of a stable sort).
 
+    mlx-lm (M1 .. M3; ``warpers="mlx"`` is listed under Sampling's rule above):
+
+    * ``rp_window``: when > 0, the repetition penalty sees only the last ``rp_window`` tokens of what ``rp_ctx``
+      gives (mlx-lm M1: ``make_repetition_penalty`` takes ``tokens[-context_size:]``, default 20,
+      sample_utils.py:294-304); 0: all of them (4.38.2).
+    * ``stop_eos_dropped``: greedy and sampling: a row that stopped on an eos is returned without that eos (mlx-lm
+      M2: ``batch_generate`` keeps a token only ``if r.finish_reason != "stop"``, generate.py:2006-2007);
+      4.38.2 writes it (utils.py ``_greedy_search`` / ``_sample``).
+
     What the engine returns:
 
     * ``beam_scores``: the engine's API returns each beam hypothesis's score (4.38.2 ``sequences_scores``);
@@ -142,19 +156,23 @@ class EngineRules:
     can_improve_length: bool = False
     can_improve_offset: bool = False
     tie_earlier_wins: bool = False
+    rp_window: int = 0
+    stop_eos_dropped: bool = False
     beam_scores: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
-                   "warpers": ("4.38", "llama"),
+                   "warpers": ("4.38", "llama", "mlx"),
                    "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
             if getattr(self, name) not in values:
                 raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
+        if isinstance(self.rp_window, bool) or not isinstance(self.rp_window, int) or self.rp_window < 0:
+            raise TypeError(f"`rp_window` must be an int >= 0, got {self.rp_window!r}")
         for f in fields(self):
-            if f.name not in allowed and not isinstance(getattr(self, f.name), bool):
+            if f.name not in allowed and f.name != "rp_window" and not isinstance(getattr(self, f.name), bool):
                 raise TypeError(f"`{f.name}` must be a bool, got {getattr(self, f.name)!r}")
 
 
@@ -182,6 +200,10 @@ PROFILES: dict[str, EngineRules] = {
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
+    # M1 .. M3: the batch in one batch_generate call (mlx-lm has no beam search)
+    "mlx-lm": EngineRules(rp_ctx="unpadded", rp_window=20, warpers="mlx", stop_eos_dropped=True),
+    # M1, M3: each prompt alone through generate_step, stopped as stream_generate stops (the eos kept)
+    "mlx-lm-per-prompt": EngineRules(rp_ctx="unpadded", rp_window=20, warpers="mlx"),
 }
 
 

@@ -120,7 +120,10 @@ class Prompt:
     def _repetition_penalty(self, x: np.ndarray, gen: list[int]) -> np.ndarray:
         """The penalty on one row (V,), by the package's own rules: ``"unpadded"`` is transformers 5.x's
         (``processors/transformers5.py``, what ``semantics="5"`` runs: the row without its left padding), every
-        other context 4.38.2's rule on the tokens that context lists."""
+        other context (and any context cut to its last ``rp_window`` tokens) 4.38.2's rule on the tokens it lists."""
+        if self.rules.rp_window:             # mlx-lm M1: the last rp_window tokens of the context only
+            ids = np.array(self.context(self.rules.rp_ctx, gen)[-self.rules.rp_window:], dtype=np.int64)
+            return logits_process.repetition_penalty_process(ids.reshape(1, -1), x[None], float(self.penalty))[0]
         if self.rules.rp_ctx == "unpadded":
             ids = np.array([self.row + list(gen)], dtype=np.int64)
             return transformers5.repetition_penalty_process(ids, x[None], float(self.penalty), self.padding)[0]

@@ -40,7 +40,7 @@ def test_keras_lockstep_gives_a_short_prompt_more_tokens():
     assert out.tolist() == [[0, 3, 3, 3, 3], [3, 3, 3, 3, 0]]
 
 
-@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp"])
+@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "mlx-lm"])
 def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
     cases = [r for r in differing(engine) if int(r["config"].get("num_beams") or 1) == 1
              and not r["config"].get("do_sample")][:3]
@@ -49,9 +49,21 @@ def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "onnxruntime-genai"])
+@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "onnxruntime-genai", "mlx-lm"])
 def test_profile_reproduces_every_greedy_answer(engine):
     for r in recorded(engine):
         if int(r["config"].get("num_beams") or 1) == 1 and not r["config"].get("do_sample"):
             assert decode_case(PROFILES[engine], r)["sequences"].tolist() == r["response"]["output"]["sequences"], \
                 r["id"]
+
+
+def test_stop_eos_dropped_returns_the_row_without_its_eos():
+    """mlx-lm M2 (batch_generate): 1 -> 2 -> 0 (eos); row 1 runs 3, 3, 3, 3. 4.38.2 writes the eos and pads after
+    it; mlx-lm returns row 0 as [1, 2], right-padded with pad_token_id 5 (a pad that is not the eos)."""
+    model = TableModel(TABLE)
+    ids, mask = np.array([[1], [3]]), np.ones((2, 1), dtype=int)
+    cfg = {**CFG, "pad_token_id": 5}
+    hf = decode_as("transformers-4.38.2", model, ids, mask, cfg)["sequences"].tolist()
+    mlx = decode_as(EngineRules(stop_eos_dropped=True), model, ids, mask, cfg)["sequences"].tolist()
+    assert hf == [[1, 2, 0, 5, 5], [3, 3, 3, 3, 3]]
+    assert mlx == [[1, 2, 5, 5, 5], [3, 3, 3, 3, 3]]

@@ -87,3 +87,14 @@ def test_next_token_logits_memoises():
     assert first.dtype == np.float32 and first.argmax() == 2
     logits([1, 2])
     assert len(model.calls) == 1
+
+
+def test_rp_window_sees_only_the_last_tokens():
+    """mlx-lm M1: row (3, 4) + generated [5, 6], rp_window 2: only 5 and 6 are penalised (1.0 -> 0.5); 4.38.2's
+    whole row penalises 0 (pads), 3, 4, 5 and 6."""
+    x = np.ones(7, dtype=np.float32)
+    windowed = prompt(EngineRules(rp_ctx="unpadded", rp_window=2)).process(x, [5, 6], np.float32(-np.inf))
+    assert windowed.dtype == np.float32
+    assert windowed.tolist() == [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5]
+    assert prompt(EngineRules()).process(x, [5, 6], np.float32(-np.inf)).tolist() == [0.5, 1.0, 1.0, 0.5, 0.5,
+                                                                                         0.5, 0.5]
