@@ -11,7 +11,8 @@ runs them (``decode_as``).
 of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py``; CTranslate2 4.8.5
 ``src/decoding.cc``; onnxruntime-genai 0.18.0 ``src/`` (search.cpp, beam_search_scorer.cpp, logits.cpp,
 position_inputs.cpp); transformers.js 4.3.1 ``src/models/modeling_utils.js``; llama.cpp through node-llama-cpp
-3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``.
+3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``; OpenVINO GenAI 2026.4
+``src/cpp/src/sampling/`` (sampler.cpp, logit_processor.hpp).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class EngineRules:
 
     Greedy:
 
+    * ``greedy_ngram``: False: no_repeat_ngram_size is not applied when num_beams is 1, greedy or sampling
+      (OpenVINO GenAI O5: only ``GroupBeamSearcher::select_next_tokens`` bans n-grams, sampler.cpp;
+      ``LogitProcessor`` has no n-gram transform, logit_processor.hpp); 4.38.2 applies it in every search.
     * ``pad_after_eos``: a finished row gets pad_token_id (4.38.2 ``_greedy_search``: ``next_tokens *
       unfinished_sequences + pad_token_id * (1 - unfinished_sequences)``); False: it goes on taking its argmax
       (transformers.js T1, modeling_utils.js:1005-1020).
@@ -84,7 +88,7 @@ class EngineRules:
     * ``loop``: the beam bookkeeping. ``"4.38"`` (BeamSearchScorer / BeamHypotheses, with the finer switches
       below), ``"5"`` (the vectorised ``_beam_search`` of 5.x, T4), ``"ct2"`` (CTranslate2's
       ``BeamSearch::search``, C3/C4), ``"keras"`` (keras-hub's ``BeamSampler``, K2: no finished hypotheses, no
-      length normalisation, beams run past eos).
+      length normalisation, beams run past eos), ``"ov"`` (OpenVINO GenAI, below).
     * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
       torch.topk); ``"2k"`` 2 * K (CTranslate2 decoding.cc:449, onnxruntime-genai search.cpp SelectTop).
     * ``first_eos``: at the first generated step, eos candidates of rank > 0 become token 0 with score -1e10
@@ -109,6 +113,10 @@ class EngineRules:
       out b * 2K (onnxruntime-genai G4, beam_search_scorer.cpp:161); 4.38.2 the prompt's own best.
     * ``tie_earlier_wins``: among equal hypothesis scores the earlier-inserted ranks first (onnxruntime-genai
       G8, beam_search_scorer.cpp:33-36); 4.38.2 the later (``finalize`` pops the last of a stable sort).
+    * ``loop="ov"``: OpenVINO GenAI's ``GroupBeamSearcher`` (``beam_loops.beam_ov``, FINDINGS O1-O4): the top 2K
+      candidates by ``std::partial_sort``, the walk going on into the rest in the order that call leaves it;
+      done by the best RUNNING beam of the previous step over its length; float32 scores in a
+      ``std::push_heap`` min-heap; no processor but the no-repeat n-gram (no min_new_tokens).
     """
 
     rp_ctx: str = "row"
@@ -135,11 +143,12 @@ class EngineRules:
     can_improve_length: bool = False
     can_improve_offset: bool = False
     tie_earlier_wins: bool = False
+    greedy_ngram: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
                    "warpers": ("4.38", "llama"),
-                   "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
+                   "loop": ("4.38", "5", "ct2", "keras", "ov"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -174,6 +183,9 @@ PROFILES: dict[str, EngineRules] = {
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
+    # O1 .. O7: LLMPipeline.generate(TokenizedInputs) on the CPU (continuous batching, one request per prompt)
+    "openvino-genai": EngineRules(rp_ctx="unpadded", ngram_ctx="unpadded", loop="ov", eos_out="generated",
+                                  greedy_ngram=False),
 }
 
 

@@ -75,6 +75,8 @@ class Prompt:
         self.max_new = int(config["max_new_tokens"])
         self.penalty = np.float32(config.get("repetition_penalty") or 1.0)
         self.ngram = int(config.get("no_repeat_ngram_size") or 0)
+        if not rules.greedy_ngram and int(config.get("num_beams") or 1) == 1:
+            self.ngram = 0                     # OpenVINO GenAI O5: only its beam search bans n-grams
         min_new = config.get("min_new_tokens")
         if rules.min_length == "5" and min_new is not None:
             self.min_gen = int(min_new)
@@ -107,14 +109,20 @@ class Prompt:
         if self.penalty != 1.0:
             x = self._repetition_penalty(x, gen)
         if self.ngram > 0:
-            seen, n = self.context(self.rules.ngram_ctx, gen), self.ngram
-            if len(seen) >= n:
-                tail = seen[len(seen) - n + 1:]
-                for i in range(len(seen) - n + 1):
-                    if seen[i:i + n - 1] == tail:
-                        x[seen[i + n - 1]] = masked
+            self.ban_ngrams(x, gen, masked)
         if len(gen) < self.min_gen:
             x[self.eos] = masked
+        return x
+
+    def ban_ngrams(self, x: np.ndarray, gen: list[int], masked: np.float32, min_seen: int = 0) -> np.ndarray:
+        """No-repeat n-gram on one row (V,), in place: the tokens that would repeat an n-gram of the context
+        (``ngram_ctx``) get ``masked``; nothing while the context is shorter than n or than ``min_seen``."""
+        seen, n = self.context(self.rules.ngram_ctx, gen), self.ngram
+        if n > 0 and len(seen) >= max(n, min_seen):
+            tail = seen[len(seen) - n + 1:]
+            for i in range(len(seen) - n + 1):
+                if seen[i:i + n - 1] == tail:
+                    x[seen[i + n - 1]] = masked
         return x
 
     def _repetition_penalty(self, x: np.ndarray, gen: list[int]) -> np.ndarray:
