@@ -32,8 +32,8 @@ from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' s
   the lowest popped past K), later eos are skipped, other tokens become the next beams until K; done (K finished
   and) early_stopping True, or worst finished >= the best RUNNING beam of the previous step / (its generated
   length) ** lp (max_new_tokens for "never" with lp > 0), float32; at max_new_tokens the running beams are
-  finished; the finished ones ranked by their sequence's sum of log-probs / length ** lp. No other processor:
-  min_new_tokens does not apply in beam search (O4).
+  finished; the finished ones ranked by their sequence's sum of log-probs / length ** lp. No other processor
+  (the min length only where ``beam_min_new`` keeps 4.38.2's rule; GenAI has none in beam search, O4).
 """
 
 from __future__ import annotations
@@ -184,6 +184,8 @@ def beam_ov(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list
         cands = []
         for b, (score, total, gen) in enumerate(beams):
             row = prompt.ban_ngrams(_log_softmax_seq(logits(prompt.model_tokens(gen))), gen, ninf, min_seen=2)
+            if len(gen) < prompt.min_gen:            # 0 under beam_min_new=False (GenAI's own rule, O4)
+                row[prompt.eos] = ninf
             for tok in np.argsort(-row, kind="stable")[:2 * K]:
                 cands.append((np.float32(score + row[tok]), np.float32(total + row[tok]), int(tok), b))
         children = []

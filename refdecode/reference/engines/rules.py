@@ -116,7 +116,10 @@ class EngineRules:
     * ``loop="ov"``: OpenVINO GenAI's ``GroupBeamSearcher`` (``beam_loops.beam_ov``, FINDINGS O1-O4): the top 2K
       candidates by ``std::partial_sort``, the walk going on into the rest in the order that call leaves it;
       done by the best RUNNING beam of the previous step over its length; float32 scores in a
-      ``std::push_heap`` min-heap; no processor but the no-repeat n-gram (no min_new_tokens).
+      ``std::push_heap`` min-heap; no processor but the no-repeat n-gram (and the min length, see below).
+    * ``beam_min_new``: False: min_new_tokens (and min_length) do not apply in beam search (OpenVINO GenAI O4:
+      ``Sampler::sample_from_sequence_group`` runs ``LogitProcessor::apply``, which holds the eos mask, for greedy
+      and multinomial only; the beam branch hands the raw logits to ``GroupBeamSearcher``, sampler.cpp).
     """
 
     rp_ctx: str = "row"
@@ -144,6 +147,7 @@ class EngineRules:
     can_improve_offset: bool = False
     tie_earlier_wins: bool = False
     greedy_ngram: bool = True
+    beam_min_new: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
@@ -185,7 +189,7 @@ PROFILES: dict[str, EngineRules] = {
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
     # O1 .. O7: LLMPipeline.generate(TokenizedInputs) on the CPU (continuous batching, one request per prompt)
     "openvino-genai": EngineRules(rp_ctx="unpadded", ngram_ctx="unpadded", loop="ov", eos_out="generated",
-                                  greedy_ngram=False),
+                                  greedy_ngram=False, beam_min_new=False),
 }
 
 

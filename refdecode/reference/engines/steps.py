@@ -82,6 +82,8 @@ class Prompt:
             self.min_gen = int(min_new)
         else:
             self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T, 0)
+        if not rules.beam_min_new and int(config.get("num_beams") or 1) > 1:
+            self.min_gen = 0                   # OpenVINO GenAI O4: no processor but the n-gram in beam search
         if rules.lengths_from_unpadded:       # CTranslate2 C8: one max_length / min_length for the batch
             self.max_new += self.T - len(self.real)
             self.min_gen += self.T - len(self.real)
