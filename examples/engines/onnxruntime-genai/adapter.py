@@ -37,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
 
-from hf_defaults import first_unhandled  # noqa: E402
+from adapter_common import decode_request, require_handled  # noqa: E402
 from protocol import Unsupported, serve  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "onnx-export"))
@@ -54,9 +54,6 @@ HANDLED = {
     "temperature", "top_k", "top_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
     "num_return_sequences", "pad_token_id", "eos_token_id",
 }
-# Decode types whose schema requires beam_indices (the engine cannot return them).
-NEEDS_BEAM_INDICES = {"gpt2_beam_search", "gpt2_group_beam_search", "gpt2_beam_sample", "beam_search",
-                      "beam_sample", "group_beam_search", "beam_search_ties", "constrained_beam_search"}
 
 
 def converted(model_dir: Path) -> Path:
@@ -90,9 +87,7 @@ def model_for(model_dir: Path, eos: list[int], pad: int) -> og.Model:
 
 
 def check_options(cfg: dict) -> None:
-    field = first_unhandled(cfg, HANDLED)
-    if field is not None:
-        raise Unsupported(f"no option for {field}")
+    require_handled(cfg, HANDLED)
     if cfg.get("do_sample"):
         raise Unsupported("sampling: the engine draws from its own generator (random_seed); it cannot be given "
                           "the case's uniforms")
@@ -149,24 +144,9 @@ def generate(model_dir: Path, input_ids: list[list[int]], attention_mask: list[l
 
 
 def answer(request: dict) -> dict:
-    kind = request.get("type", "")
-    inp = request["input"]
-    if "config" not in inp or "model" not in inp:
-        raise Unsupported(f"{kind}: not a decode request")
-    if kind in NEEDS_BEAM_INDICES:
-        raise Unsupported(f"{kind} requires beam_indices, which the engine does not return")
-    model = inp["model"]
-    if model.get("kind", "gpt2") != "gpt2":
-        raise Unsupported(f"model kind {model.get('kind')!r}: only GPT-2 checkpoints are exported")
-    if "uniforms" in inp:
-        raise Unsupported("sampling: the engine cannot be given the case's uniforms")
-    cfg = inp["config"]
+    model_dir, input_ids, mask, cfg = decode_request(request)
     check_options(cfg)
-    model_dir = Path(model["path"])
-    if not model_dir.is_absolute():
-        model_dir = Path.cwd() / model_dir
-    mask = inp.get("attention_mask") or [[1] * len(r) for r in inp["input_ids"]]
-    return generate(model_dir.resolve(), inp["input_ids"], mask, cfg)
+    return generate(model_dir, input_ids, mask, cfg)
 
 
 if __name__ == "__main__":

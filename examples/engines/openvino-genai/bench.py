@@ -13,7 +13,6 @@ tokens were generated.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -26,14 +25,11 @@ sys.path.insert(0, str(HERE))
 import adapter  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "common"))
-from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402  (one prompt, length and checkpoint for all)
+from bench_common import NEW, PROMPT, bench_args, default_model, tok_per_s  # noqa: E402  (one spec for all)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
+    args = bench_args(__doc__)
     model_dir = (args.model or default_model()).resolve()
     t0 = time.perf_counter()
     adapter.converted(model_dir)
