@@ -33,7 +33,9 @@ from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' s
   and) early_stopping True, or worst finished >= the best RUNNING beam of the previous step / (its generated
   length) ** lp (max_new_tokens for "never" with lp > 0), float32; at max_new_tokens the running beams are
   finished; the finished ones ranked by their sequence's sum of log-probs / length ** lp. No other processor
-  (the min length only where ``beam_min_new`` keeps 4.38.2's rule; GenAI has none in beam search, O4).
+  (the min length only where ``beam_min_new`` keeps 4.38.2's rule; GenAI has none in beam search, O4). With
+  num_beam_groups G, each group of K / G beams runs this in turn, its log-probs lowered by diversity_penalty once
+  per beam the earlier groups chose at this step; the finished ones of all groups are ranked together.
 """
 
 from __future__ import annotations
@@ -164,49 +166,68 @@ def _over_length(score: np.float32, length: int, lp: np.float32) -> np.float32:
         return np.float32(np.float32(score) / np.power(np.float32(length), lp))
 
 
+class _OvGroup:
+    """One group of GroupBeamSearcher: its running beams (beam score, the sequence's sum of log-probs, new tokens;
+    the first at 0, the others at -inf on the prompt), its min-heap of finished ones, whether it is done."""
+
+    def __init__(self, size: int, lp: np.float32):
+        self.size, self.lp, self.done = size, lp, False
+        self.beams = [(np.float32(0), np.float32(0), [])] + [(np.float32(-np.inf), np.float32(0), [])] * (size - 1)
+        self.heap: list[tuple] = []     # (-normalised score, insertion number, sum of log-probs, new tokens)
+
+    def finish(self, score: np.float32, total: np.float32, gen: list[int], count) -> None:   # Group::finish
+        std_push_heap(self.heap, (-float(_over_length(score, len(gen), self.lp)), next(count), total, gen))
+        if len(self.heap) > self.size:
+            std_pop_heap(self.heap)
+
+
 def beam_ov(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
-    """OpenVINO GenAI's GroupBeamSearcher for one prompt, one group (see the module docstring)."""
+    """OpenVINO GenAI's GroupBeamSearcher for one prompt (see the module docstring); with num_beam_groups G, each
+    group of K / G beams in turn, its log-probs lowered by diversity_penalty once per beam the groups before it
+    chose at this step (sampler.cpp:367-372), before the n-gram ban."""
     cfg = prompt.config
-    K, es = int(cfg["num_beams"]), cfg["early_stopping"]
+    G = int(cfg.get("num_beam_groups") or 1)
+    K, es, div = int(cfg["num_beams"]) // G, cfg["early_stopping"], np.float32(cfg.get("diversity_penalty") or 0.0)
     lp = np.float32(cfg["length_penalty"])
     ninf = np.float32(-np.inf)
-    # running beams: (beam score, the sequence's sum of log-probs, new tokens); the -inf beams share the prompt
-    beams = [(np.float32(0), np.float32(0), [])] + [(ninf, np.float32(0), [])] * (K - 1)
-    heap: list[tuple] = []          # (-normalised score, insertion number, sum of log-probs, new tokens)
-    count = itertools.count()
-
-    def finish(score: np.float32, total: np.float32, gen: list[int]) -> None:   # Group::finish
-        std_push_heap(heap, (-float(_over_length(score, len(gen), lp)), next(count), total, gen))
-        if len(heap) > K:
-            std_pop_heap(heap)
-
+    groups, count = [_OvGroup(K, lp) for _ in range(G)], itertools.count()
     for step in range(prompt.max_new):
-        cands = []
-        for b, (score, total, gen) in enumerate(beams):
-            row = prompt.ban_ngrams(_log_softmax_seq(logits(prompt.model_tokens(gen))), gen, ninf, min_seen=2)
-            if len(gen) < prompt.min_gen:            # 0 under beam_min_new=False (GenAI's own rule, O4)
-                row[prompt.eos] = ninf
-            for tok in np.argsort(-row, kind="stable")[:2 * K]:
-                cands.append((np.float32(score + row[tok]), np.float32(total + row[tok]), int(tok), b))
-        children = []
-        for rank, i in enumerate(std_partial_sort_literal([-float(c[0]) for c in cands], 2 * K)):
-            score, total, tok, src = cands[i]
-            if tok in prompt.eos:
-                if rank < K:
-                    finish(score, total, beams[src][2] + [tok])
+        chosen: list[int] = []                               # this step's new tokens of the groups so far
+        for group in groups:
+            if group.done:
                 continue
-            children.append((score, total, beams[src][2] + [tok]))
-            if len(children) == K:
-                break
-        if len(heap) >= K:           # Group::is_done, with the previous step's best running beam
-            length = prompt.max_new if (es == "never" and lp > 0) else step
-            if es is True or -heap[0][0] >= _over_length(beams[0][0], length, lp):
-                break
-        if not children:
+            cands = []
+            for b, (score, total, gen) in enumerate(group.beams):
+                row = _log_softmax_seq(logits(prompt.model_tokens(gen)))
+                for tok in chosen:
+                    row[tok] = np.float32(row[tok] - div)
+                row = prompt.ban_ngrams(row, gen, ninf, min_seen=2)
+                if len(gen) < prompt.min_gen:            # 0 under beam_min_new=False (GenAI's own rule, O4)
+                    row[prompt.eos] = ninf
+                for tok in np.argsort(-row, kind="stable")[:2 * K]:
+                    cands.append((np.float32(score + row[tok]), np.float32(total + row[tok]), int(tok), b))
+            children = []
+            for rank, i in enumerate(std_partial_sort_literal([-float(c[0]) for c in cands], 2 * K)):
+                score, total, tok, src = cands[i]
+                if tok in prompt.eos:
+                    if rank < K:
+                        group.finish(score, total, group.beams[src][2] + [tok], count)
+                    continue
+                children.append((score, total, group.beams[src][2] + [tok]))
+                if len(children) == K:
+                    break
+            if len(group.heap) >= K:     # Group::is_done, with the previous step's best running beam
+                length = prompt.max_new if (es == "never" and lp > 0) else step
+                group.done = es is True or -group.heap[0][0] >= _over_length(group.beams[0][0], length, lp)
+            group.done = group.done or not children
+            chosen += [gen[-1] for _, _, gen in children]    # kept for the next groups even if this one is done
+            if not group.done:
+                group.beams = children
+                if step == prompt.max_new - 1:               # finalize
+                    for score, total, gen in children:
+                        group.finish(score, total, gen, count)
+        if all(g.done for g in groups):
             break
-        beams = children
-        if step == prompt.max_new - 1:                       # finalize
-            for score, total, gen in beams:
-                finish(score, total, gen)
-    ranked = sorted(heap, key=lambda h: (-float(_over_length(h[2], len(h[3]), lp)), h[1]))
+    ranked = sorted((h for g in groups for h in g.heap), key=lambda h: (-float(_over_length(h[2], len(h[3]), lp)),
+                                                                         h[1]))
     return [(h[3], float(_over_length(h[2], len(h[3]), lp))) for h in ranked[:int(cfg["num_return_sequences"])]]

@@ -116,7 +116,8 @@ class EngineRules:
     * ``loop="ov"``: OpenVINO GenAI's ``GroupBeamSearcher`` (``beam_loops.beam_ov``, FINDINGS O1-O4): the top 2K
       candidates by ``std::partial_sort``, the walk going on into the rest in the order that call leaves it;
       done by the best RUNNING beam of the previous step over its length; float32 scores in a
-      ``std::push_heap`` min-heap; no processor but the no-repeat n-gram (and the min length, see below).
+      ``std::push_heap`` min-heap; no processor but the no-repeat n-gram (and the min length, see below); with
+      num_beam_groups, the groups in turn, diversity_penalty subtracted once per token an earlier group chose.
     * ``beam_min_new``: False: min_new_tokens (and min_length) do not apply in beam search (OpenVINO GenAI O4:
       ``Sampler::sample_from_sequence_group`` runs ``LogitProcessor::apply``, which holds the eos mask, for greedy
       and multinomial only; the beam branch hands the raw logits to ``GroupBeamSearcher``, sampler.cpp).

@@ -79,3 +79,15 @@ def test_ov_heuristic_reads_the_previous_best_running_beam():
     hf = decode_as("transformers-4.38.2", FINISH, np.array([[5]]), None, FINISH_CFG)["sequences"].tolist()
     assert ov == [[5, 0], [5, 1]]            # the eos it generated (eos_out="generated")
     assert hf == [[5, 2, 4, 4, 4], [5, 3, 4, 4, 4]]
+
+
+def test_ov_groups_lower_the_tokens_earlier_groups_chose():
+    """num_beam_groups 2 of one beam each, one step: group 0 takes token 3 (the best); group 1 sees 3 lowered by the
+    diversity penalty (sampler.cpp:367-372) and takes 4 when the penalty is 10; without a penalty it takes 3 too."""
+    model = Stub({(5,): {3: 0.0, 4: -0.5}})
+    cfg = dict(max_new_tokens=1, eos_token_id=[0], pad_token_id=0, num_beams=2, num_beam_groups=2,
+               length_penalty=1.0, early_stopping=False, num_return_sequences=2)
+    diverse = decode_as("openvino-genai", model, np.array([[5]]), None, {**cfg, "diversity_penalty": 10.0})
+    assert diverse["sequences"].tolist() == [[5, 3], [5, 4]]
+    same = decode_as("openvino-genai", model, np.array([[5]]), None, {**cfg, "diversity_penalty": 0.0})
+    assert same["sequences"].tolist() == [[5, 3], [5, 3]]
