@@ -12,7 +12,8 @@ of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py
 ``src/decoding.cc``; onnxruntime-genai 0.18.0 ``src/`` (search.cpp, beam_search_scorer.cpp, logits.cpp,
 position_inputs.cpp); transformers.js 4.3.1 ``src/models/modeling_utils.js``; llama.cpp through node-llama-cpp
 3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``; mlx-lm 0.32.2
-``mlx_lm/sample_utils.py``, ``mlx_lm/generate.py``.
+``mlx_lm/sample_utils.py``, ``mlx_lm/generate.py``; OpenVINO GenAI 2026.4
+``src/cpp/src/sampling/`` (sampler.cpp, logit_processor.hpp).
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class EngineRules:
 
     Greedy:
 
+    * ``greedy_ngram``: False: no_repeat_ngram_size is not applied when num_beams is 1, greedy or sampling
+      (OpenVINO GenAI O5: only ``GroupBeamSearcher::select_next_tokens`` bans n-grams, sampler.cpp;
+      ``LogitProcessor`` has no n-gram transform, logit_processor.hpp); 4.38.2 applies it in every search.
     * ``pad_after_eos``: a finished row gets pad_token_id (4.38.2 ``_greedy_search``: ``next_tokens *
       unfinished_sequences + pad_token_id * (1 - unfinished_sequences)``); False: it goes on taking its argmax
       (transformers.js T1, modeling_utils.js:1005-1020).
@@ -89,7 +93,7 @@ class EngineRules:
     * ``loop``: the beam bookkeeping. ``"4.38"`` (BeamSearchScorer / BeamHypotheses, with the finer switches
       below), ``"5"`` (the vectorised ``_beam_search`` of 5.x, T4), ``"ct2"`` (CTranslate2's
       ``BeamSearch::search``, C3/C4), ``"keras"`` (keras-hub's ``BeamSampler``, K2: no finished hypotheses, no
-      length normalisation, beams run past eos).
+      length normalisation, beams run past eos), ``"ov"`` (OpenVINO GenAI, below).
     * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
       torch.topk); ``"2k"`` 2 * K (CTranslate2 decoding.cc:449, onnxruntime-genai search.cpp SelectTop).
     * ``first_eos``: at the first generated step, eos candidates of rank > 0 become token 0 with score -1e10
@@ -123,6 +127,17 @@ class EngineRules:
     * ``stop_eos_dropped``: greedy and sampling: a row that stopped on an eos is returned without that eos (mlx-lm
       M2: ``batch_generate`` keeps a token only ``if r.finish_reason != "stop"``, generate.py:2006-2007);
       4.38.2 writes it (utils.py ``_greedy_search`` / ``_sample``).
+
+    OpenVINO GenAI (O1 .. O7):
+
+    * ``loop="ov"``: OpenVINO GenAI's ``GroupBeamSearcher`` (``beam_loops.beam_ov``, FINDINGS O1-O4): the top 2K
+      candidates by ``std::partial_sort``, the walk going on into the rest in the order that call leaves it;
+      done by the best RUNNING beam of the previous step over its length; float32 scores in a
+      ``std::push_heap`` min-heap; no processor but the no-repeat n-gram (and the min length, see below); with
+      num_beam_groups, the groups in turn, diversity_penalty subtracted once per token an earlier group chose.
+    * ``beam_min_new``: False: min_new_tokens (and min_length) do not apply in beam search (OpenVINO GenAI O4:
+      ``Sampler::sample_from_sequence_group`` runs ``LogitProcessor::apply``, which holds the eos mask, for greedy
+      and multinomial only; the beam branch hands the raw logits to ``GroupBeamSearcher``, sampler.cpp).
 
     What the engine returns:
 
@@ -158,12 +173,14 @@ class EngineRules:
     tie_earlier_wins: bool = False
     rp_window: int = 0
     stop_eos_dropped: bool = False
+    greedy_ngram: bool = True
+    beam_min_new: bool = True
     beam_scores: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
                    "warpers": ("4.38", "llama", "mlx"),
-                   "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
+                   "loop": ("4.38", "5", "ct2", "keras", "ov"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -204,6 +221,9 @@ PROFILES: dict[str, EngineRules] = {
     "mlx-lm": EngineRules(rp_ctx="unpadded", rp_window=20, warpers="mlx", stop_eos_dropped=True),
     # M1, M3: each prompt alone through generate_step, stopped as stream_generate stops (the eos kept)
     "mlx-lm-per-prompt": EngineRules(rp_ctx="unpadded", rp_window=20, warpers="mlx"),
+    # O1 .. O7: LLMPipeline.generate(TokenizedInputs) on the CPU (continuous batching, one request per prompt)
+    "openvino-genai": EngineRules(rp_ctx="unpadded", ngram_ctx="unpadded", loop="ov", eos_out="generated",
+                                  greedy_ngram=False, beam_min_new=False),
 }
 
 
