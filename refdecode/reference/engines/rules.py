@@ -109,6 +109,20 @@ class EngineRules:
       out b * 2K (onnxruntime-genai G4, beam_search_scorer.cpp:161); 4.38.2 the prompt's own best.
     * ``tie_earlier_wins``: among equal hypothesis scores the earlier-inserted ranks first (onnxruntime-genai
       G8, beam_search_scorer.cpp:33-36); 4.38.2 the later (``finalize`` pops the last of a stable sort).
+
+    transformers 4.38.2's TensorFlow generate (tf_utils.py, tf_logits_process.py; FINDINGS TF1-TF5):
+
+    * ``rp_reciprocal``: the repetition penalty multiplies a positive score by float32(1 / penalty) instead of
+      dividing it by the penalty (``TFRepetitionPenaltyLogitsProcessor._create_score_penalties``,
+      tf_logits_process.py:261-262, :283): one rounding apart, so a near-tie may flip (TF1).
+    * ``min_length="tf"`` (a value of ``min_length``): min_new_tokens is ignored, only min_length (over the padded
+      width) masks the eos (TF's ``_get_logits_processor`` has no MinNewTokens processor, tf_utils.py:1450-1503,
+      min_length at :1471-1476; TF2).
+    * ``loop="tf"`` (a value of ``loop``): TF's vectorised ``beam_search`` (tf_utils.py:2264-2648, TF3):
+      ``beam_loops.beam_tf``, the whole batch in lockstep.
+    * ``warpers="tf"`` (a value of ``warpers``): TF's top-p sums the float32 softmax (of the scores + 1e-9) from the
+      top down and keeps a token while the sum before it is < top_p; 4.38.2 sums from the bottom and drops a
+      tail <= 1 - top_p: one set in exact arithmetic, not always in float32 (``sampling.tf_warpers``, TF5).
     """
 
     rp_ctx: str = "row"
@@ -135,11 +149,12 @@ class EngineRules:
     can_improve_length: bool = False
     can_improve_offset: bool = False
     tie_earlier_wins: bool = False
+    rp_reciprocal: bool = False
 
     def __post_init__(self) -> None:
-        allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
-                   "warpers": ("4.38", "llama"),
-                   "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
+        allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
+                   "warpers": ("4.38", "llama", "tf"),
+                   "loop": ("4.38", "5", "ct2", "keras", "tf"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -174,6 +189,9 @@ PROFILES: dict[str, EngineRules] = {
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
+    # TF1 .. TF3 (TF3: the vectorised loop writes the eos it generated, candidates 2K)
+    "transformers-4.38.2-tf": EngineRules(rp_reciprocal=True, min_length="tf", loop="tf", candidates="2k",
+                                          eos_out="generated", warpers="tf"),
 }
 
 
