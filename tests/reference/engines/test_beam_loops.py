@@ -1,4 +1,4 @@
-"""The 5.x, CTranslate2 and keras-hub beam loops reproduce those engines' recorded answers."""
+"""The 5.x, CTranslate2, keras-hub and TF 4.38.2 beam loops reproduce those engines' recorded answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from refdecode.reference.engines import PROFILES
 
 from engine_records import decode_case, differing, recorded
 
-LOOPS = ["transformers-5", "ctranslate2", "keras-hub"]
+LOOPS = ["transformers-5", "ctranslate2", "keras-hub", "transformers-4.38.2-tf"]
 
 
 @pytest.mark.parametrize("engine", LOOPS)

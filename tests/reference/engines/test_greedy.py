@@ -40,7 +40,7 @@ def test_keras_lockstep_gives_a_short_prompt_more_tokens():
     assert out.tolist() == [[0, 3, 3, 3, 3], [3, 3, 3, 3, 0]]
 
 
-@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp"])
+@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "transformers-4.38.2-tf"])
 def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
     cases = [r for r in differing(engine) if int(r["config"].get("num_beams") or 1) == 1
              and not r["config"].get("do_sample")][:3]
@@ -49,7 +49,8 @@ def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "onnxruntime-genai"])
+@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "onnxruntime-genai",
+                                    "transformers-4.38.2-tf"])
 def test_profile_reproduces_every_greedy_answer(engine):
     for r in recorded(engine):
         if int(r["config"].get("num_beams") or 1) == 1 and not r["config"].get("do_sample"):
