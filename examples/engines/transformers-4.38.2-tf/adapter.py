@@ -31,7 +31,6 @@ answered: TF's generate has no group mode and runs plain beam search (FINDINGS T
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -41,7 +40,10 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
-from protocol import Unsupported, serve  # noqa: E402
+from protocol import Unsupported, decode_request, serve  # noqa: E402
+
+sys.path.insert(0, str(HERE.parent / "onnx-export"))
+from export import weights_key  # noqa: E402  (the cache's key: <name>-<sha256(model.safetensors)[:12]>)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -64,11 +66,7 @@ REFUSALS = ("`eos_token_id` has to be a positive integer",   # TFMinLengthLogits
 
 def float32_folder(src: Path) -> Path:
     """The cached float32 copy of a HF folder (convert.py), made on first use."""
-    h = hashlib.sha256()
-    with open(src / "model.safetensors", "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    out = CACHE / f"{src.name}-{h.hexdigest()[:12]}"
+    out = CACHE / weights_key(src)
     if not (out / "model.safetensors").exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
@@ -98,10 +96,7 @@ def generation_config(config: dict) -> GenerationConfig:
 
 
 def answer(request: dict) -> dict:
-    kind, inp = request.get("type", ""), request["input"]
-    if not {"model", "input_ids", "attention_mask", "config"} <= set(inp):
-        raise Unsupported(f"{kind}: not a decode request (this adapter answers decodes only)")
-    config = dict(inp["config"])
+    kind, inp, config = decode_request(request)
     if config.get("do_sample") or "uniforms" in inp:
         raise Unsupported("sampling: TF's sample() draws with tf.random.stateless_categorical / tf.random.categorical "
                           "(its own Philox stream, seed=); the case's uniforms cannot be given (the warped "

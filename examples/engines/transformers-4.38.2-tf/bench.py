@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
 sys.path.insert(0, str(HERE))
 from adapter import float32_folder  # noqa: E402  (sets TF's threads to 1)
-from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402
+from bench_common import NEW, PROMPT, bench_modes, default_model  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 import transformers  # noqa: E402
@@ -36,15 +36,13 @@ def main() -> None:
     mask = tf.ones_like(ids)
     out = {"engine": "transformers-tf", "version": transformers.__version__, "tensorflow": tf.__version__,
            "threads": 1}
-    for name, beams in (("greedy", 1), ("beam4", 4)):
+
+    def decode(beams: int) -> int:
         gen = GenerationConfig(max_new_tokens=NEW, min_length=len(PROMPT) + NEW, num_beams=beams, do_sample=False,
                                eos_token_id=50256, pad_token_id=50256)
+        return int(model.generate(ids, attention_mask=mask, generation_config=gen).shape[1])
 
-        def once() -> None:
-            seq = model.generate(ids, attention_mask=mask, generation_config=gen)
-            assert seq.shape[1] == len(PROMPT) + NEW, seq.shape
-
-        out[f"{name}_tok_s"] = tok_per_s(name, once, args.runs)
+    out.update(bench_modes(decode, args.runs))
     print(json.dumps(out))
 
 
