@@ -105,15 +105,19 @@ def _layout(rows: list[tuple[Prompt, list[int] | None]], cfg: dict, eos_out: str
     """int64 (B*R, T_out): padded prompt + new tokens (their final eos as ``eos_out`` says), right-padded with
     pad_token_id to the longest row or ``least``; new tokens None (TF's unset slot): a row of pad_token_id."""
     eos, pad = cfg["eos_token_id"], int(cfg["pad_token_id"])
+    real = [(p, g) for p, g in rows if g is not None] or [(rows[0][0], [])]
     if eos_out == "none":
-        full = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
+        full = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in real]
         width = max(map(len, full))
     elif eos_out == "first":   # 4.38.2 finalize: the hypothesis without its eos, then eos_token_id[0] where it fits
         T = rows[0][0].T
-        bodies = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
+        bodies = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in real]
         width = min(max(map(len, bodies)) + 1, T + max(p.max_new for p, _ in rows))
         full = [b + [eos[0]] if len(b) < width else b for b in bodies]
     else:
-        full = [[] if g is None else p.row + g for p, g in rows]
-        width = max(max(map(len, full)), least)
-    return np.array([r + [pad] * (width - len(r)) for r in full], dtype=np.int64)
+        full = [p.row + g for p, g in real]
+        width = max(map(len, full))
+    width = max(width, least)
+    made = iter(full)
+    out = [[] if g is None else next(made) for _, g in rows]
+    return np.array([r + [pad] * (width - len(r)) for r in out], dtype=np.int64)
