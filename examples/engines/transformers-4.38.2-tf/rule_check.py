@@ -42,13 +42,14 @@ sys.path.insert(0, str(HERE))
 from adapter import generation_config, model_for  # noqa: E402  (TF, one thread, the float32 copy)
 
 import tensorflow as tf  # noqa: E402
+from transformers.generation.tf_logits_process import TFLogitsProcessorList  # noqa: E402
 
 from refdecode import GPT2  # noqa: E402
 from refdecode.generation_config import GenerationConfig as RefConfig  # noqa: E402
 from refdecode.pipeline import logits_warpers  # noqa: E402
 from refdecode.reference.engines import NextTokenLogits, decode_as  # noqa: E402
 from refdecode.reference.engines.decode import normalized_config  # noqa: E402
-from refdecode.reference.engines.rules import PROFILES  # noqa: E402
+from refdecode.reference.engines.rules import PROFILES, EngineRules  # noqa: E402
 from refdecode.reference.engines.sampling import tf_warpers  # noqa: E402
 from refdecode.reference.engines.steps import Prompt  # noqa: E402
 
@@ -69,7 +70,11 @@ def check(inp: dict, config: dict) -> dict:
     T = ids.shape[1]
     gen = generation_config(config)
     gen.max_length = int(config["max_new_tokens"]) + T            # what generate() sets (tf_utils.py:850)
-    processors = tf_model._get_logits_processor(generation_config=gen, input_ids_seq_length=T, logits_processor=None)
+    try:
+        processors = tf_model._get_logits_processor(generation_config=gen, input_ids_seq_length=T,
+                                                  logits_processor=TFLogitsProcessorList())
+    except ValueError as err:                                    # TF4: generate() refuses this config
+        return {"steps": 0, "tf_eq_profile": 0, "tf_eq_4382": 0, "draws_depart": 0, "refused": str(err)}
     warpers = tf_model._get_logits_warper(generation_config=gen)
     out = decode_as(PROFILE, logits, ids, mask, config, inp["uniforms"])["sequences"]
     cfg = normalized_config(config, T)
@@ -81,6 +86,7 @@ def check(inp: dict, config: dict) -> dict:
     for r, row in enumerate(out):
         b = r // R
         prompt = Prompt(ids[b].tolist(), mask[b].tolist(), cfg, rules, len(ids))
+        control = Prompt(ids[b].tolist(), mask[b].tolist(), cfg, EngineRules(), len(ids))   # 4.38.2's processors
         for t in range(len(row) - T):
             g = [int(x) for x in row[T:T + t]]
             if any(x in prompt.eos for x in g):
@@ -91,11 +97,14 @@ def check(inp: dict, config: dict) -> dict:
             processed = prompt.process(raw, g, np.float32(-np.inf))
             mine = tf_warpers(processed, float(cfg.get("temperature") or 1.0), int(cfg.get("top_k") or 0),
                               float(cfg.get("top_p") or 1.0))
-            ref = np.asarray(ref_warpers(np.array([prompt.row + g]), processed[None]), dtype=np.float32)[0]
+            ref = np.asarray(ref_warpers(np.array([prompt.row + g]), control.process(raw, g, np.float32(-np.inf))[None]),
+                             dtype=np.float32)[0]
             n += 1
             tf_eq += same(tf_row, mine)
             ref_eq += same(tf_row, ref)
-    return {"steps": n, "tf_eq_profile": tf_eq, "tf_eq_4382": ref_eq}
+    control_out = decode_as(EngineRules(), logits, ids, mask, config, inp["uniforms"])["sequences"]
+    return {"steps": n, "tf_eq_profile": tf_eq, "tf_eq_4382": ref_eq,
+            "draws_depart": int(out.tolist() != control_out.tolist())}
 
 
 def logits_gap(inp: dict) -> list[dict]:
@@ -135,7 +144,7 @@ def main() -> int:
     if args.logits:
         return logits_main(args.cases)
     rng = np.random.default_rng(args.seed)
-    total = {"cases": 0, "steps": 0, "tf_eq_profile": 0, "tf_eq_4382": 0}
+    total = {"cases": 0, "refused": 0, "steps": 0, "tf_eq_profile": 0, "tf_eq_4382": 0, "draws_depart": 0}
     for path in args.cases:
         suite = path.resolve().parent.parent
         for line in path.read_text().splitlines():
@@ -148,10 +157,12 @@ def main() -> int:
             for k, config in enumerate([inp["config"]] + variants(inp["config"], args.variants, rng)):
                 res = check(inp, config)
                 total["cases"] += 1
-                for key in ("steps", "tf_eq_profile", "tf_eq_4382"):
+                for key in ("steps", "tf_eq_profile", "tf_eq_4382", "draws_depart"):
                     total[key] += res[key]
+                total["refused"] += "refused" in res
                 print(f"{case['id']}{'' if k == 0 else f' variant {k}'}: {res['steps']} steps, TF = profile "
-                      f"{res['tf_eq_profile']}, TF = 4.38.2 {res['tf_eq_4382']}", flush=True)
+                      f"{res['tf_eq_profile']}, TF = 4.38.2 {res['tf_eq_4382']}{' ' + res.get('refused', '')}",
+                      flush=True)
     print(json.dumps(total))
     return 0 if total["tf_eq_profile"] == total["steps"] else 1
 
