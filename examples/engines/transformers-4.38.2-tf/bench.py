@@ -35,7 +35,7 @@ def main() -> None:
     ids = tf.constant([PROMPT], dtype=tf.int32)
     mask = tf.ones_like(ids)
     out = {"engine": "transformers-tf", "version": transformers.__version__, "tensorflow": tf.__version__,
-           "threads": 1}
+           "threads": 1, "note": "eager generate (no tf.function / XLA); eos held off by min_length (no min_new_tokens)"}
 
     def decode(beams: int) -> int:
         gen = GenerationConfig(max_new_tokens=NEW, min_length=len(PROMPT) + NEW, num_beams=beams, do_sample=False,

@@ -13,7 +13,8 @@ with the case's uniforms from the distribution the engine leaves (llama.cpp) or 
 Output layout, 4.38.2 (beam_search.py ``finalize`` :350-362): a finished hypothesis is written without its eos and
 then eos_token_id[0] where the row is shorter than max_length (``eos_out="first"``); the engines write the eos they
 generated (``eos_out="generated"``) or none (``"none"``, onnxruntime-genai). Greedy rows are written as generated
-(without the step on which the last row finished under ``drop_last_step``).
+(without the step on which the last row finished under ``drop_last_step``). TF's beam loop (``loop="tf"``) writes
+every row as wide as the steps the batch ran, and an unset finished slot as a row of pad_token_id.
 """
 
 from __future__ import annotations
