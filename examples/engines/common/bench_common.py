@@ -46,3 +46,16 @@ def tok_per_s(name: str, generate_once: Callable[[], None], runs: int = 5) -> fl
             times.append(time.perf_counter() - t0)
     print(f"[bench] {name}: {', '.join(f'{t:.3f}' for t in times)} s", file=sys.stderr)
     return round(NEW / statistics.median(times), 2)
+
+
+def bench_modes(decode: Callable[[int], int], runs: int = 5) -> dict[str, float]:
+    """``{"greedy_tok_s", "beam4_tok_s"}``: ``decode(num_beams)`` generates NEW tokens after PROMPT (batch 1) and
+    returns the output's width, checked to be len(PROMPT) + NEW; each mode timed by ``tok_per_s``."""
+    out = {}
+    for name, beams in (("greedy", 1), ("beam4", 4)):
+        def once(beams: int = beams) -> None:
+            width = decode(beams)
+            assert width == len(PROMPT) + NEW, width
+
+        out[f"{name}_tok_s"] = tok_per_s(name, once, runs)
+    return out

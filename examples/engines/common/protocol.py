@@ -16,11 +16,19 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-__all__ = ["Unsupported", "serve", "floats"]
+__all__ = ["Unsupported", "serve", "floats", "decode_request"]
 
 
 class Unsupported(Exception):
     """The engine has no way to express this case (an option it lacks); the message says which."""
+
+
+def decode_request(request: dict) -> tuple[str, dict, dict]:
+    """(type, input, a copy of its ``config``) of a decode request; :class:`Unsupported` for any other request."""
+    kind, inp = request.get("type", ""), request["input"]
+    if not {"model", "input_ids", "attention_mask", "config"} <= set(inp):
+        raise Unsupported(f"{kind}: not a decode request (this adapter answers decodes only)")
+    return kind, inp, dict(inp["config"])
 
 
 def floats(value: Any) -> Any:

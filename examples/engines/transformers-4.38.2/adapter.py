@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "common"))
-from protocol import Unsupported, serve  # noqa: E402
+from protocol import Unsupported, decode_request, serve  # noqa: E402
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
@@ -58,10 +58,7 @@ def _model(spec: dict) -> GPT2LMHeadModel:
 
 
 def answer(request: dict) -> dict:
-    kind, inp = request.get("type", ""), request["input"]
-    if not {"model", "input_ids", "attention_mask", "config"} <= set(inp):
-        raise Unsupported(f"{kind}: not a decode request (this adapter answers decodes only)")
-    config = dict(inp["config"])
+    kind, inp, config = decode_request(request)
     if config.get("do_sample") or "uniforms" in inp:
         raise Unsupported("sampling: generate() draws with torch's generator; no option to take the case's uniforms")
     if kind.endswith(("_assisted_greedy", "_prompt_lookup_greedy", "_contrastive_search")):

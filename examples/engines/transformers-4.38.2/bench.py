@@ -20,7 +20,7 @@ import transformers
 from transformers import GenerationConfig, GPT2LMHeadModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402  (one prompt, length and checkpoint for all)
+from bench_common import NEW, PROMPT, bench_modes, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
 
 
 
@@ -37,16 +37,14 @@ def main() -> None:
     ids = torch.tensor([PROMPT])
     mask = torch.ones_like(ids)
     out = {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__, "threads": 1}
-    for name, beams in (("greedy", 1), ("beam4", 4)):
+
+    def decode(beams: int) -> int:
         gen = GenerationConfig(max_new_tokens=NEW, min_new_tokens=NEW, num_beams=beams, do_sample=False,
                                eos_token_id=50256, pad_token_id=50256)
+        with torch.no_grad():
+            return model.generate(ids, attention_mask=mask, generation_config=gen).shape[1]
 
-        def once() -> None:
-            with torch.no_grad():
-                seq = model.generate(ids, attention_mask=mask, generation_config=gen)
-            assert seq.shape[1] == len(PROMPT) + NEW, seq.shape
-
-        out[f"{name}_tok_s"] = tok_per_s(name, once, args.runs)
+    out.update(bench_modes(decode, args.runs))
     print(json.dumps(out))
 
 

@@ -36,6 +36,17 @@ from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' s
   (the min length only where ``beam_min_new`` keeps 4.38.2's rule; GenAI has none in beam search, O4). With
   num_beam_groups G, each group of K / G beams runs this in turn, its log-probs lowered by diversity_penalty once
   per beam the earlier groups chose at this step; the finished ones of all groups are ranked together.
+* ``loop="tf"`` (transformers 4.38.2's TF ``beam_search``, generation/tf_utils.py :2264-2648; FINDINGS TF3): the
+  batch in lockstep; K running slots per prompt, log-probs [0, -1e9, ...]; each step 2K candidates; the eos among
+  ranks < K are hits, score / float32(generated incl. eos) ** lp in float32, -1e9 added to every other candidate
+  (and to every hit of a prompt whose K finished slots are all set, with early_stopping True); the finished set
+  is the top K of [kept K, these 2K] (its unset slots: the pad row at -1e9, kept before any new -1e9); running: the
+  top K of the 2K with -1e9 added to every eos. Before each later step the WHOLE batch stops if no prompt can
+  improve (best running / L ** lp > the prompt's worst finished slot, a slot not finished counting -1e9; L =
+  max_new_tokens for "never" with lp > 0, else the generated length) or, with early_stopping True, every slot of
+  every prompt is finished. Output per prompt: its finished slots (num_return_sequences best, unset ones as rows of
+  pad_token_id, score -1e9) if any slot is finished, else its running beams with score / float32(steps) ** lp;
+  every row as wide as the steps run (prompt width + steps), pad after its eos.
 """
 
 from __future__ import annotations
@@ -49,7 +60,7 @@ from .beam import candidates
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt, softmax
 
-__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov"]
+__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov", "beam_tf"]
 
 
 def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
@@ -231,3 +242,53 @@ def beam_ov(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list
     ranked = sorted((h for g in groups for h in g.heap), key=lambda h: (-float(_over_length(h[2], len(h[3]), lp)),
                                                                          h[1]))
     return [(h[3], float(_over_length(h[2], len(h[3]), lp))) for h in ranked[:int(cfg["num_return_sequences"])]]
+NEG = np.float32(-1.0e9)
+
+
+def _top(values: list, k: int) -> list[int]:
+    """Indices of the k largest values, ties to the lower index (tf.math.top_k)."""
+    return sorted(range(len(values)), key=lambda i: -float(values[i]))[:k]
+
+
+def _tf_pow(length: int, lp: float) -> np.float32:
+    """float32(length) ** float32(lp) (``tf.cast(..., tf.float32) ** length_penalty``)."""
+    return np.float32(np.power(np.float32(length), np.float32(lp), dtype=np.float32))
+
+
+def beam_tf(logits: NextTokenLogits, prompts: list[Prompt],
+            rules: EngineRules) -> tuple[list[list[tuple[list[int] | None, float]]], int]:
+    """TF 4.38.2's beam search over the batch: per prompt [(new tokens, or None for an unset slot, score)] best
+    first, and the steps run (the rows' common new width)."""
+    cfg = prompts[0].config
+    K, lp, es = int(cfg["num_beams"]), float(cfg["length_penalty"]), cfg["early_stopping"]
+    max_new, nrs = prompts[0].max_new, int(cfg["num_return_sequences"])
+    running = [[(np.float32(0 if k == 0 else NEG), []) for k in range(K)] for _ in prompts]
+    finished = [[(NEG, None, False) for _ in range(K)] for _ in prompts]     # (score, new tokens, is finished)
+    steps = 0
+    while steps < max_new:
+        if steps > 0:                                                        # beam_search_cond_fn
+            L = max_new if (es == "never" and lp > 0) else steps
+            div = np.float32(L ** lp) if (es == "never" and lp > 0) else _tf_pow(L, lp)
+            improve = any(run[0][0] / div > (min(f[0] for f in fin) if ok else NEG)
+                          for run, fin in zip(running, finished) for _, _, ok in fin)
+            if not improve or (es is True and all(ok for fin in finished for _, _, ok in fin)):
+                break
+        div = _tf_pow(steps + 1, lp)
+        for b, p in enumerate(prompts):
+            cands = candidates(logits, p, running[b], rules, steps)          # 2K: [token, score, source slot]
+            eos = [c[0] in p.eos for c in cands]
+            full = es is True and all(ok for _, _, ok in finished[b])
+            pushed = [np.float32(c[1] + (NEG if e else np.float32(0))) for c, e in zip(cands, eos)]
+            new = [(np.float32(c[1] / div + (np.float32(0) if (e and i < K and not full) else NEG)),
+                    running[b][c[2]][1] + [c[0]], bool(e and i < K)) for i, (c, e) in enumerate(zip(cands, eos))]
+            merged = finished[b] + new
+            finished[b] = [merged[i] for i in _top([m[0] for m in merged], K)]
+            running[b] = [(pushed[i], running[b][cands[i][2]][1] + [cands[i][0]]) for i in _top(pushed, K)]
+        steps += 1
+    out = []
+    for run, fin in zip(running, finished):
+        if any(ok for _, _, ok in fin):
+            out.append([(gen, float(score)) for score, gen, _ in fin[:nrs]])
+        else:
+            out.append([(gen, float(score / _tf_pow(steps, lp))) for score, gen in run[:nrs]])
+    return out, steps

@@ -14,7 +14,8 @@ Output layout, 4.38.2 (beam_search.py ``finalize`` :350-362): a finished hypothe
 then eos_token_id[0] where the row is shorter than max_length (``eos_out="first"``); the engines write the eos they
 generated (``eos_out="generated"``) or none (``"none"``, onnxruntime-genai). Greedy and sampled rows are written as
 generated (without the step on which the last row finished under ``drop_last_step``; without their final eos under
-``stop_eos_dropped``).
+``stop_eos_dropped``). TF's beam loop (``loop="tf"``) writes
+every row as wide as the steps the batch ran, and an unset finished slot as a row of pad_token_id.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from ...generation_rules import eos_list
 from .beam import beam_search
-from .beam_loops import beam_5, beam_ct2, beam_keras, beam_ov
+from .beam_loops import beam_5, beam_ct2, beam_keras, beam_ov, beam_tf
 from .greedy import greedy
 from .rules import EngineRules, rules_for
 from .sampling import sample
@@ -68,6 +69,7 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
     ``uniforms``: with ``do_sample=True`` (and num_beams 1), the draws, one per row and step. ``events``: a list
     that gets the regimes the decode reached (``beam.beam_search``: steps short of non-eos candidates)."""
     rules = rules_for(profile)
+    width = 0
     ids = np.asarray(input_ids)
     mask = np.ones_like(ids) if attention_mask is None else np.asarray(attention_mask)
     if ids.ndim != 2 or ids.shape != mask.shape or ids.shape[1] < 1:
@@ -88,30 +90,37 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         found = beam_search(logits, prompts, rules, events)
     elif rules.loop == "keras":
         found = beam_keras(logits, prompts, rules)
+    elif rules.loop == "tf":             # TF3: every row as wide as the steps run; an unset slot is all pad
+        found, steps = beam_tf(logits, prompts, rules)
+        width = prompts[0].T + steps
     else:
         one = {"5": beam_5, "ct2": beam_ct2, "ov": beam_ov}[rules.loop]
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
     layout = rules.eos_out if beams else ("none" if rules.stop_eos_dropped else "generated")
-    out = {"sequences": _layout(rows, cfg, layout)}
+    out = {"sequences": _layout(rows, cfg, layout, width)}
     if beams:
         out["sequences_scores"] = np.array([s for hyps in found for _, s in hyps], dtype=np.float32)
     return out
 
 
-def _layout(rows: list[tuple[Prompt, list[int]]], cfg: dict, eos_out: str) -> np.ndarray:
+def _layout(rows: list[tuple[Prompt, list[int] | None]], cfg: dict, eos_out: str, least: int = 0) -> np.ndarray:
     """int64 (B*R, T_out): padded prompt + new tokens (their final eos as ``eos_out`` says), right-padded with
-    pad_token_id."""
+    pad_token_id to the longest row or ``least``; new tokens None (TF's unset slot): a row of pad_token_id."""
     eos, pad = cfg["eos_token_id"], int(cfg["pad_token_id"])
+    real = [(p, g) for p, g in rows if g is not None] or [(rows[0][0], [])]
     if eos_out == "none":
-        full = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
+        full = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in real]
         width = max(map(len, full))
     elif eos_out == "first":   # 4.38.2 finalize: the hypothesis without its eos, then eos_token_id[0] where it fits
         T = rows[0][0].T
-        bodies = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
+        bodies = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in real]
         width = min(max(map(len, bodies)) + 1, T + max(p.max_new for p, _ in rows))
         full = [b + [eos[0]] if len(b) < width else b for b in bodies]
     else:
-        full = [p.row + g for p, g in rows]
+        full = [p.row + g for p, g in real]
         width = max(map(len, full))
-    return np.array([r + [pad] * (width - len(r)) for r in full], dtype=np.int64)
+    width = max(width, least)
+    made = iter(full)
+    out = [[] if g is None else next(made) for _, g in rows]
+    return np.array([r + [pad] * (width - len(r)) for r in out], dtype=np.int64)

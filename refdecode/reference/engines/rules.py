@@ -139,6 +139,20 @@ class EngineRules:
       ``Sampler::sample_from_sequence_group`` runs ``LogitProcessor::apply``, which holds the eos mask, for greedy
       and multinomial only; the beam branch hands the raw logits to ``GroupBeamSearcher``, sampler.cpp).
 
+    transformers 4.38.2's TensorFlow generate (tf_utils.py, tf_logits_process.py; FINDINGS TF1-TF5):
+
+    * ``rp_reciprocal``: the repetition penalty multiplies a positive score by float32(1 / penalty) instead of
+      dividing it by the penalty (``TFRepetitionPenaltyLogitsProcessor._create_score_penalties``,
+      tf_logits_process.py:261-262, :283): one rounding apart, so a near-tie may flip (TF1).
+    * ``min_length="tf"`` (a value of ``min_length``): min_new_tokens is ignored, only min_length (over the padded
+      width) masks the eos (TF's ``_get_logits_processor`` has no MinNewTokens processor, tf_utils.py:1450-1503,
+      min_length at :1471-1476; TF2).
+    * ``loop="tf"`` (a value of ``loop``): TF's vectorised ``beam_search`` (tf_utils.py:2264-2648, TF3):
+      ``beam_loops.beam_tf``, the whole batch in lockstep.
+    * ``warpers="tf"`` (a value of ``warpers``): TF's top-p sums the float32 softmax (of the scores + 1e-9) from the
+      top down and keeps a token while the sum before it is < top_p; 4.38.2 sums from the bottom and drops a
+      tail <= 1 - top_p: one set in exact arithmetic, not always in float32 (``sampling.tf_warpers``, TF5).
+
     What the engine returns:
 
     * ``beam_scores``: the engine's API returns each beam hypothesis's score (4.38.2 ``sequences_scores``);
@@ -175,12 +189,13 @@ class EngineRules:
     stop_eos_dropped: bool = False
     greedy_ngram: bool = True
     beam_min_new: bool = True
+    rp_reciprocal: bool = False
     beam_scores: bool = True
 
     def __post_init__(self) -> None:
-        allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
-                   "warpers": ("4.38", "llama", "mlx"),
-                   "loop": ("4.38", "5", "ct2", "keras", "ov"), "candidates": ("hf", "2k"),
+        allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
+                   "warpers": ("4.38", "llama", "mlx", "tf"),
+                   "loop": ("4.38", "5", "ct2", "keras", "ov", "tf"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -224,6 +239,9 @@ PROFILES: dict[str, EngineRules] = {
     # O1 .. O7: LLMPipeline.generate(TokenizedInputs) on the CPU (continuous batching, one request per prompt)
     "openvino-genai": EngineRules(rp_ctx="unpadded", ngram_ctx="unpadded", loop="ov", eos_out="generated",
                                   greedy_ngram=False, beam_min_new=False),
+    # TF1 .. TF3 (TF3: the vectorised loop writes the eos it generated, candidates 2K)
+    "transformers-4.38.2-tf": EngineRules(rp_reciprocal=True, min_length="tf", loop="tf", candidates="2k",
+                                          eos_out="generated", warpers="tf"),
 }
 
 

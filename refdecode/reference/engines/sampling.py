@@ -11,8 +11,8 @@ uniform, row r at step t the uniform ``uniforms[t * N + r]`` (the suite's draw o
 
 (refdecode's ``multinomial``); a finished row gets pad_token_id; stop when every row has finished or after
 max_new_tokens. Switches read: ``warpers`` (``"4.38"`` refdecode's 4.38.2 warpers, ``"llama"`` llama.cpp's chain,
-L2, ``"mlx"`` mlx-lm's, M3), ``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the
-processors'.
+L2, ``"mlx"`` mlx-lm's, M3, ``"tf"`` transformers 4.38.2's TF warpers, TF5), ``pad_after_eos`` /
+``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .greedy import drop_trailing_pads
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["sample", "llama_chain", "mlx_chain"]
+__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers"]
 
 
 class _Given(np.random.Generator):
@@ -83,6 +83,26 @@ def mlx_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float, 
         out[keep] = lp[keep]
         lp = out
     return (lp * np.float32(1.0 / temperature)).astype(np.float32)
+def tf_warpers(scores: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """transformers 4.38.2's TF warpers on one row (V,): temperature, top-k (ties at the k-th value kept, as
+    4.38.2), then top-p over the scores sorted descending (ties: the lower id first, ``tf.math.top_k``): the
+    float32 cumulative sum of ``softmax(sorted + 1e-9)`` (``stable_softmax``); a token is kept while the sum
+    BEFORE it is < top_p (the first one always). 4.38.2 sums ascending and drops the tail with sum <= 1 - top_p:
+    the same set in exact arithmetic, not always in float32 (tf_logits_process.py:170-199)."""
+    row = np.array(scores, dtype=np.float32, copy=True)
+    if temperature != 1.0:
+        row = (row / np.float32(temperature)).astype(np.float32)
+    if top_k != 0:
+        kth = np.sort(row)[-min(top_k, row.size)]
+        row = np.where(row < kth, np.float32(-np.inf), row).astype(np.float32)
+    if top_p < 1.0:
+        order = np.argsort(-row, kind="stable")                                   # (V,) best first
+        p = softmax((row[order] + np.float32(1e-9))[None].astype(np.float32))[0]
+        before = np.concatenate([[np.float32(0)], np.cumsum(p, dtype=np.float32)[:-1]])
+        keep = before < np.float32(top_p)
+        keep[0] = True
+        row[order[~keep]] = -np.inf
+    return row
 
 
 def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, config: dict,
@@ -112,6 +132,8 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
                 scores = llama_chain(scores, temperature, top_k, top_p)
             elif rules.warpers == "mlx":
                 scores = mlx_chain(scores, temperature, top_k, top_p, float(config.get("min_p") or 0.0))
+            elif rules.warpers == "tf":
+                scores = tf_warpers(scores, temperature, top_k, top_p)
             else:
                 ids = np.array([prompt.row + gens[r]], dtype=np.int64)                                   # (1, T+t)
                 scores = np.asarray(warpers(ids, scores[None]), dtype=np.float32)[0]

@@ -80,6 +80,8 @@ class Prompt:
         min_new = config.get("min_new_tokens")
         if rules.min_length == "5" and min_new is not None:
             self.min_gen = int(min_new)
+        elif rules.min_length == "tf":        # TF2: min_new_tokens has no processor
+            self.min_gen = max(int(config.get("min_length") or 0) - self.T, 0)
         else:
             self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T, 0)
         if not rules.beam_min_new and int(config.get("num_beams") or 1) > 1:
@@ -138,6 +140,13 @@ class Prompt:
             ids = np.array([self.row + list(gen)], dtype=np.int64)
             return transformers5.repetition_penalty_process(ids, x[None], float(self.penalty), self.padding)[0]
         ids = np.array([self.context(self.rules.rp_ctx, gen)], dtype=np.int64).reshape(1, -1)
+        if self.rules.rp_reciprocal:          # TF1: x * float32(1 / penalty) where x > 0, x * penalty where x < 0
+            seen = np.unique(ids)
+            inverse = np.float32(1.0 / float(self.config["repetition_penalty"]))
+            factor = np.where(x[seen] > 0, inverse, np.where(x[seen] < 0, self.penalty, np.float32(0)))
+            out = x.copy()
+            out[seen] = (x[seen] * factor).astype(np.float32)
+            return out
         return logits_process.repetition_penalty_process(ids, x[None], float(self.penalty))[0]
 
     def beam_scores(self, logits: NextTokenLogits, gen: list[int], score: np.float32) -> np.ndarray:

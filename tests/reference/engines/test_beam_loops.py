@@ -1,4 +1,4 @@
-"""The 5.x, CTranslate2 and keras-hub beam loops reproduce those engines' recorded answers."""
+"""The 5.x, CTranslate2, keras-hub and TF 4.38.2 beam loops reproduce those engines' recorded answers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from refdecode.reference.engines import PROFILES, decode_as
 
 from engine_records import Stub, decode_case, differing, recorded
 
-LOOPS = ["transformers-5", "ctranslate2", "keras-hub", "openvino-genai"]
+LOOPS = ["transformers-5", "ctranslate2", "keras-hub", "openvino-genai", "transformers-4.38.2-tf"]
 
 
 @pytest.mark.parametrize("engine", LOOPS)
@@ -91,3 +91,21 @@ def test_ov_groups_lower_the_tokens_earlier_groups_chose():
     assert diverse["sequences"].tolist() == [[5, 3], [5, 4]]
     same = decode_as("openvino-genai", model, np.array([[5]]), None, {**cfg, "diversity_penalty": 0.0})
     assert same["sequences"].tolist() == [[5, 3], [5, 3]]
+def test_tf_loop_keeps_only_finished_hypotheses():
+    """loop="tf", worked by hand. Bigram probabilities after token 1: eos 0 .4, 1 .001, 2 .5, 3 .099; after 2:
+    .02, .9, .05, .03; after 3: .01, .97, .01, .01. Prompt [1], K = 2, lp = 0, two new tokens.
+    Step 1: [0] (log .4) is an eos of rank 1 < K: finished; running [2] (log .5), [3] (log .099).
+    Step 2: no eos among the top K ([2, 1] = log .45, [3, 1]); TF returns its finished set: [1, 0] then the
+    unset slot, a row of pad (3) at -1e9. 4.38.2 adds the running beams at max_length: [2, 1] beats [0]."""
+    from refdecode.model.stand_ins import TableModel
+    from refdecode.reference.engines import EngineRules, decode_as
+
+    probs = [[.25, .25, .25, .25], [.4, .001, .5, .099], [.02, .9, .05, .03], [.01, .97, .01, .01]]
+    model = TableModel(np.log(np.array(probs, dtype=np.float32)))
+    cfg = dict(max_new_tokens=2, eos_token_id=[0], pad_token_id=3, num_beams=2, num_return_sequences=2,
+               length_penalty=0.0, early_stopping=False)
+    tf_rules = EngineRules(loop="tf", candidates="2k", eos_out="generated")
+    tf_out = decode_as(tf_rules, model, np.array([[1]]), None, cfg)
+    assert tf_out["sequences"].tolist() == [[1, 0, 3], [3, 3, 3]]
+    np.testing.assert_allclose(tf_out["sequences_scores"], [np.log(.4), -1e9], rtol=1e-6)
+    assert decode_as(EngineRules(), model, np.array([[1]]), None, cfg)["sequences"].tolist() == [[1, 2, 1], [1, 0, 3]]

@@ -50,7 +50,8 @@ def test_greedy_ngram_off_lets_greedy_repeat_a_bigram():
         == [[5, 4, 4, 4]]
 
 
-@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "mlx-lm", "openvino-genai"])
+@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "mlx-lm", "openvino-genai",
+                                    "transformers-4.38.2-tf"])
 def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
     cases = [r for r in differing(engine) if int(r["config"].get("num_beams") or 1) == 1
              and not r["config"].get("do_sample")][:3]
@@ -60,7 +61,7 @@ def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "onnxruntime-genai", "mlx-lm",
-                                    "openvino-genai"])
+                                    "openvino-genai", "transformers-4.38.2-tf"])
 def test_profile_reproduces_every_greedy_answer(engine):
     for r in recorded(engine):
         if int(r["config"].get("num_beams") or 1) == 1 and not r["config"].get("do_sample"):

@@ -15,7 +15,7 @@ def test_defaults_are_transformers_4382():
 def test_profiles_name_the_seven_engines_and_differ():
     assert set(PROFILES) == {"transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai",
                              "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt", "mlx-lm",
-                             "mlx-lm-per-prompt", "openvino-genai"}
+                             "mlx-lm-per-prompt", "openvino-genai", "transformers-4.38.2-tf"}
     sets = [tuple(sorted(switches_of(r).items())) for r in PROFILES.values()]
     assert len(set(sets)) == len(sets), "two engines with the same switches"
 

@@ -134,3 +134,18 @@ def test_the_mlx_profile_gives_mlx_lms_sampled_rows():
     for r in sampled:
         assert decode_case("mlx-lm", r)["sequences"].tolist() == r["response"]["output"]["sequences"], r["id"]
         assert decode_case("transformers-4.38.2", r)["sequences"].tolist() != r["response"]["output"]["sequences"]
+def test_tf_top_p_keeps_the_first_ids_of_a_tie():
+    """warpers="tf", by hand: four equal scores (p = .25 each), top_p .5. TF sums from the top in id order (0, 1, 2,
+    3): the sums before each are 0, .25, .5, .75, so ids 0 and 1 are kept (.5 is not < .5). 4.38.2 sorts
+    ascending (ids 0, 1, 2, 3 again) and drops the tail whose sum is <= .5: ids 0 and 1, keeping 2 and 3."""
+    from refdecode.generation_config import GenerationConfig
+    from refdecode.pipeline import logits_warpers
+    from refdecode.reference.engines.sampling import tf_warpers
+
+    x = np.zeros(4, dtype=np.float32)
+    tf_row = tf_warpers(x, 1.0, 0, 0.5)
+    assert tf_row.dtype == np.float32
+    assert np.isfinite(tf_row).tolist() == [True, True, False, False]
+    hf_row = logits_warpers(GenerationConfig(do_sample=True, top_p=0.5))(np.zeros((1, 1), dtype=np.int64), x[None])
+    assert np.isfinite(hf_row[0]).tolist() == [False, False, True, True]
+    assert np.isfinite(tf_warpers(x, 1.0, 0, 0.51)).tolist() == [True, True, True, False]   # .5 < .51

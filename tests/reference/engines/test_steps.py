@@ -115,3 +115,27 @@ def test_rp_window_sees_only_the_last_tokens():
     assert windowed.tolist() == [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5]
     assert prompt(EngineRules()).process(x, [5, 6], np.float32(-np.inf)).tolist() == [0.5, 1.0, 1.0, 0.5, 0.5,
                                                                                          0.5, 0.5]
+def test_tf_penalty_multiplies_by_the_reciprocal():
+    """rp_reciprocal (TF's penalty): 4.125 * float32(1 / 1.3) is one float32 step from 4.125 / 1.3; negative
+    scores are multiplied by the penalty under both rules, unseen tokens are untouched."""
+    x = np.array([4.125, 1.0, -2.0, 3.0], dtype=np.float32)
+    rows = {}
+    for tf_rule in (False, True):
+        p = prompt(EngineRules(rp_reciprocal=tf_rule), row=(0, 2), mask=(1, 1), repetition_penalty=1.3)
+        rows[tf_rule] = p.process(x, [], np.float32(-np.inf))
+        assert rows[tf_rule].dtype == np.float32
+        assert rows[tf_rule][2] == np.float32(-2.0) * np.float32(1.3)
+        assert rows[tf_rule][1] == x[1] and rows[tf_rule][3] == x[3]
+    assert rows[False][0] == np.float32(4.125) / np.float32(1.3)
+    assert rows[True][0] == np.float32(4.125) * np.float32(1 / 1.3)
+    assert rows[True][0] != rows[False][0]
+
+
+def test_tf_min_length_ignores_min_new_tokens():
+    """min_length="tf": no MinNewTokens processor; min_length still counts the padded width (4 here)."""
+    x = np.zeros(5, dtype=np.float32)
+    masked = np.float32(-np.inf)
+    assert prompt(EngineRules(), min_new_tokens=2).process(x, [], masked)[0] == masked
+    assert prompt(EngineRules(min_length="tf"), min_new_tokens=2).process(x, [], masked)[0] == 0
+    assert prompt(EngineRules(min_length="tf"), min_length=5).process(x, [], masked)[0] == masked
+    assert prompt(EngineRules(min_length="tf"), min_length=5).process(x, [3], masked)[0] == 0
