@@ -91,8 +91,7 @@ _CHUNK = 16384
 class _ExpWork(NamedTuple):
     """One chunk's buffers, allocated once per call (fresh 128 kB arrays cost page faults every chunk)."""
 
-    q: np.ndarray  # float64, and so on: DTYPES
-    s: np.ndarray
+    s: np.ndarray  # float64, and so on: DTYPES
     u: np.ndarray
     t: np.ndarray
     q32: np.ndarray
@@ -101,7 +100,7 @@ class _ExpWork(NamedTuple):
     bits: np.ndarray
     halfway: np.ndarray
 
-    DTYPES = (np.float64,) * 4 + (np.float32,) * 3 + (np.int64, np.bool_)
+    DTYPES = (np.float64,) * 3 + (np.float32,) * 3 + (np.int64, np.bool_)
 
 
 def _horner_magic(coefficient: np.float32, exponent: int) -> tuple[float, float]:
@@ -119,6 +118,7 @@ def _horner_magic(coefficient: np.float32, exponent: int) -> tuple[float, float]
 _HORNER = [_horner_magic(c, e) for c, e in zip(_EXP_POLY[1:5], (-10, -7, -5, -3))]
 #: The fifth step, 0.5 + u4 * s, lies below 0.5 (binade -2) for s < 0 and in [0.5, 1) (binade -1) otherwise:
 #: its M is 1.5 * 2^28 with the exponent lowered by s's sign bit.
+_LN2_SPLIT = np.float64(float(_L2U) + float(_L2L))  # exact: 43 bits (np.float64: products with it stay float64)
 _HALF_MAGIC_BITS = np.float64(_horner_magic(_EXP_POLY[5], -1)[1]).view(np.uint64)
 
 
@@ -144,13 +144,11 @@ def _expf_chunk(d: np.ndarray, w: _ExpWork, out: np.ndarray) -> None:
         extreme = d.size and not (d.min() >= -104.0 and d.max() <= 100.0)  # also NaN
         clamped = np.clip(d, _F32(-105.0), _F32(101.0)) if extreme else d  # keeps q finite (-inf, inf)
         q32 = np.rint(np.multiply(clamped, _R_LN2, out=w.q32), out=w.q32)  # float32 product, rint ties to even
-        q, s, u, t = w.q, w.s, w.u, w.t
-        np.copyto(q, q32)
+        s, u, t = w.s, w.u, w.t
         # fma32(q, -L2U, d), then fma32(q, -L2L, s): L2U has 16 bits and |q| <= 152, so d - q * L2U is exact in
-        # float64 and a float32 (Cody-Waite's split); q * L2L is a multiple of 2^-43 and |s| < 1, so subtracting
-        # it is exact in float64 too: the two FMAs round once, at the end.
-        np.add(np.multiply(q, -float(_L2U), out=t), clamped, out=t)
-        np.add(np.multiply(q, -float(_L2L), out=s), t, out=s)
+        # float64 and a float32 (Cody-Waite's split); L2U + L2L has 43 bits, q times it 51, and d - q (L2U + L2L)
+        # is a multiple of 2^-43 below 1 (or d itself, q = 0): exact in float64, so the two FMAs round once, here.
+        np.subtract(clamped, np.multiply(q32, _LN2_SPLIT, out=s), out=s)
         np.copyto(w.s32, s, casting="unsafe")
         np.copyto(s, w.s32)
         # the polynomial, each FMA rounded once to float32 by a magic constant (_horner_magic); products are exact

@@ -131,3 +131,12 @@ def test_each_polynomial_step_stays_in_the_binade_its_magic_constant_assumes():
         assert np.all(np.frexp(u)[1] - 1 == exponent)
     u = fma32(u, s, np.full_like(s, _EXP_POLY[5]))
     assert np.all(np.where(s < 0, (0.25 <= u) & (u <= 0.5), (0.5 <= u) & (u < 1.0)))
+
+
+def test_the_two_reduction_constants_add_exactly_in_float64():
+    """The reduction subtracts q * (L2U + L2L) at once: their sum, and its product with any |q| <= 152, are exact."""
+    from refdecode.numerics.sleef import _L2L, _L2U, _LN2_SPLIT
+
+    assert Fraction(float(_LN2_SPLIT)) == Fraction(float(_L2U)) + Fraction(float(_L2L))
+    for q in range(-152, 153):
+        assert Fraction(q * float(_LN2_SPLIT)) == q * Fraction(float(_LN2_SPLIT))
