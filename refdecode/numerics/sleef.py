@@ -94,13 +94,14 @@ class _ExpWork(NamedTuple):
     s: np.ndarray  # float64, and so on: DTYPES
     u: np.ndarray
     t: np.ndarray
+    total: np.ndarray
     q32: np.ndarray
     s32: np.ndarray
     u32: np.ndarray
     bits: np.ndarray
     halfway: np.ndarray
 
-    DTYPES = (np.float64,) * 3 + (np.float32,) * 3 + (np.int64, np.bool_)
+    DTYPES = (np.float64,) * 4 + (np.float32,) * 3 + (np.int64, np.bool_)
 
 
 def _horner_magic(coefficient: np.float32, exponent: int) -> tuple[float, float]:
@@ -122,20 +123,23 @@ _LN2_SPLIT = np.float64(float(_L2U) + float(_L2L))  # exact: 43 bits (np.float64
 _HALF_MAGIC_BITS = np.float64(_horner_magic(_EXP_POLY[5], -1)[1]).view(np.uint64)
 
 
-def _fma_update(u: np.ndarray, a: np.ndarray, c, work: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-    """``u = fma32(u, a, c)`` in place: ``u`` float32; ``a``, ``c`` float64 holding float32 values (the hot loop)."""
+def _fma_update(u: np.ndarray, a: np.ndarray, c, work: tuple[np.ndarray, np.ndarray, np.ndarray],
+                out: np.ndarray | None = None) -> None:
+    """``u = fma32(u, a, c)`` in place, or into the float32 ``out``: ``u`` float32, or float64 holding float32 values
+    (the hot loop's); ``a``, ``c`` float64 holding float32 values; ``work``'s float64 buffer is not ``u`` or ``a``."""
     total, bits, halfway = work
-    np.multiply(u, a, out=total)  # exact (u is widened on the fly)
+    out = u if out is None else out
+    np.multiply(u, a, out=total)  # exact (a float32 u is widened on the fly)
     np.add(total, c, out=total)  # rounded to float64
     np.bitwise_and(total.view(np.int64), _LOW29, out=bits)
     np.equal(bits, _HALF29, out=halfway)
     if halfway.any():  # rare: those lanes again, with the error of the float64 addition
         product = u[halfway].astype(np.float64) * a[halfway]
-        u[halfway] = _round_sum(product, np.broadcast_to(c, u.shape)[halfway])
+        out[halfway] = _round_sum(product, np.broadcast_to(c, u.shape)[halfway])
         halfway = ~halfway
-        np.copyto(u, total, casting="unsafe", where=halfway)
+        np.copyto(out, total, casting="unsafe", where=halfway)
     else:
-        np.copyto(u, total, casting="unsafe")  # round to float32
+        np.copyto(out, total, casting="unsafe")  # round to float32
 
 
 def _expf_chunk(d: np.ndarray, w: _ExpWork, out: np.ndarray) -> None:
@@ -164,9 +168,8 @@ def _expf_chunk(d: np.ndarray, w: _ExpWork, out: np.ndarray) -> None:
         u += t
         u -= magic.view(np.float64)
         # fma32(s * s, u, s): its result spans many binades, so the general rounding with the midpoint check
-        np.copyto(w.u32, u, casting="unsafe")  # exact: u holds a float32
         np.copyto(t, np.multiply(w.s32, w.s32, out=out))
-        _fma_update(w.u32, t, s, (u, w.bits, w.halfway))
+        _fma_update(u, t, s, (w.total, w.bits, w.halfway), out=w.u32)
         # 1 + u, then SLEEF's two scalings by 2^(q >> 1) and 2^(q - (q >> 1)): both exact unless the
         # result is subnormal or overflows, where the second one rounds once, as ldexp does.
         np.add(w.u32, _F32(1.0), out=w.u32)

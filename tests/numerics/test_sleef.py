@@ -140,3 +140,15 @@ def test_the_two_reduction_constants_add_exactly_in_float64():
     assert Fraction(float(_LN2_SPLIT)) == Fraction(float(_L2U)) + Fraction(float(_L2L))
     for q in range(-152, 153):
         assert Fraction(q * float(_LN2_SPLIT)) == q * Fraction(float(_LN2_SPLIT))
+
+
+def test_the_exp_hot_loop_fma_from_float64_values_into_a_float32_out():
+    """The same double-rounding case with u held in float64 (as the exp's loop holds it), the result into ``out``."""
+    from refdecode.numerics.sleef import _fma_update
+
+    u = np.array([2**-12 * (1 + 2**-18), 0.5, 0.25])
+    a = np.array([2**-12 * (1 - 2**-18), 3.0, 0.5])
+    c = np.array([1 + 2**-23, 0.125, 1.0])
+    out = np.empty(3, np.float32)
+    _fma_update(u, a, c, (np.empty(3), np.empty(3, np.int64), np.empty(3, bool)), out=out)
+    assert out.tolist() == [np.float32(1 + 2**-23), 1.625, 1.125] and u[1] == 0.5  # u itself is left alone
