@@ -117,9 +117,9 @@ def _horner_magic(coefficient: np.float32, exponent: int) -> tuple[float, float]
 #: Each polynomial step's (c + M, M): the binade of u_k = fma(u_{k-1}, s, c_k) is the same for every |s| <= 0.35
 #: (after the reduction |s| <= ln 2 / 2 + 5e-6), checked at both ends of that range in tests/numerics/test_sleef.py.
 _HORNER = [_horner_magic(c, e) for c, e in zip(_EXP_POLY[1:5], (-10, -7, -5, -3))]
+_LN2_SPLIT = np.float64(float(_L2U) + float(_L2L))  # exact: 43 bits (np.float64: products with it stay float64)
 #: The fifth step, 0.5 + u4 * s, lies below 0.5 (binade -2) for s < 0 and in [0.5, 1) (binade -1) otherwise:
 #: its M is 1.5 * 2^28 with the exponent lowered by s's sign bit.
-_LN2_SPLIT = np.float64(float(_L2U) + float(_L2L))  # exact: 43 bits (np.float64: products with it stay float64)
 _HALF_MAGIC_BITS = np.float64(_horner_magic(_EXP_POLY[5], -1)[1]).view(np.uint64)
 
 
