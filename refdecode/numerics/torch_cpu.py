@@ -101,9 +101,9 @@ def _shifted_exp(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(x - max, exp(x - max)) per row, float32 (R, V); NaN rows where the max is -inf, as torch gives."""
     with np.errstate(invalid="ignore"):
         shifted = rows - rows.max(axis=-1, keepdims=True)  # -inf - -inf = nan: an all -inf row
-    removed = shifted == -np.inf
-    if not removed.any():
+    if rows.min() > -np.inf:  # no removed token (one float32 reduction instead of a mask; NaN takes the mask)
         return shifted, sleef_expf(shifted)
+    removed = shifted == -np.inf
     e = np.zeros_like(shifted)  # exp(-inf) = 0: the exp of a removed token costs nothing (after top-k, most)
     e[~removed] = sleef_expf(shifted[~removed])
     return shifted, e
