@@ -8,7 +8,7 @@ repository root::
 It replays one decoding step of GPT-2-124M with a timer around each stage, calling the same functions
 ``refdecode.model.fast.forward.gpt2_fast`` (what ``GPT2(..., forward="fast")`` runs) calls (``layer_norm_``, ``linear``,
 ``attention_scores``, ``softmax_``, ``gelu_new_``, the LM head ``x @ wte.T``, ``KVCache.append``), and then the search-side stages the decode loops call
-(``log_softmax``, the processors and warpers ``generate`` builds, the candidate selection, the draw,
+(torch's ``log_softmax``, the processors and warpers ``generate`` builds, the candidate selection, the draw,
 ``BeamSearchScorer.process``, ``KVCache.reorder``). The cache holds ``--cache-len`` tokens (96 = the end of
 a 32 + 64 run). It prints milliseconds per step for each stage, then one step with and without a KV
 cache at a long sequence (the reason the cache exists), batched vs row-by-row beams, and the plain forward
@@ -35,7 +35,7 @@ from refdecode.model.gpt2 import attention_scores  # noqa: E402
 from refdecode.model.fast.forward import (FEW_ROWS, few_rows_product, gelu_new_, layer_norm_, linear,  # noqa: E402
                                           softmax_)
 from refdecode.model.fast.layout import head_rows  # noqa: E402
-from refdecode.numerics import log_softmax, softmax  # noqa: E402
+from refdecode.numerics import softmax, torch_log_softmax  # noqa: E402
 from refdecode.decoding.randomness import multinomial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,7 +115,7 @@ def profile(model: GPT2, mode: str, cache_len: int, reps: int, quiet: bool = Fal
             probs = t("softmax + multinomial draw", softmax, scores)
             t("softmax + multinomial draw", multinomial, probs, 1, False, rng)  # what sample() draws with
         else:
-            scores = t("log_softmax", log_softmax, logits)
+            scores = t("log_softmax (torch's, bit for bit)", torch_log_softmax, logits)  # what beam_search calls
             scores = t("processors (min_new_tokens)", procs, ids, scores)
             total = scores.reshape(1, 4, -1) + np.zeros((1, 4, 1), dtype=np.float32)
             cand = t("top-2K candidates (partition + small sort)", top_candidates, total, 8)

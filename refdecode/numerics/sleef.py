@@ -20,6 +20,8 @@ Docs: docs/last-bit.md.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 __all__ = ["fma32", "sleef_expf", "sleef_logf"]
@@ -75,49 +77,106 @@ def sleef_expf(d: np.ndarray) -> np.ndarray:
     d = np.asarray(d, _F32)
     out = np.empty(d.shape, _F32)
     flat, flat_out = d.reshape(-1), out.reshape(-1)
+    size = min(flat.size, _CHUNK)
+    work = _ExpWork(*(np.empty(size, t) for t in _ExpWork.DTYPES))
     for start in range(0, flat.size, _CHUNK):  # chunks that stay in the cache: ~8x faster than whole rows
-        flat_out[start : start + _CHUNK] = _expf_chunk(flat[start : start + _CHUNK])
+        chunk = flat[start : start + _CHUNK]
+        _expf_chunk(chunk, _ExpWork(*(w[: chunk.size] for w in work)), flat_out[start : start + _CHUNK])
     return out
 
 
 _CHUNK = 16384
 
 
-def _fma_update(u: np.ndarray, a: np.ndarray, c, work: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
-    """``u = fma32(u, a, c)`` in place: ``u`` float32; ``a``, ``c`` float64 holding float32 values (the hot loop)."""
+class _ExpWork(NamedTuple):
+    """One chunk's buffers, allocated once per call (fresh 128 kB arrays cost page faults every chunk)."""
+
+    s: np.ndarray  # float64, and so on: DTYPES
+    u: np.ndarray
+    t: np.ndarray
+    total: np.ndarray
+    q32: np.ndarray
+    s32: np.ndarray
+    u32: np.ndarray
+    bits: np.ndarray
+    halfway: np.ndarray
+
+    DTYPES = (np.float64,) * 4 + (np.float32,) * 3 + (np.int64, np.bool_)
+
+
+def _horner_magic(coefficient: np.float32, exponent: int) -> tuple[float, float]:
+    """(c + M, M) for one polynomial step whose result lies in the float32 binade [2^exponent, 2^(exponent+1)).
+
+    ``M = 1.5 * 2^(exponent + 29)``: float64 numbers in M's binade are spaced 2^(exponent - 23) apart, the float32
+    spacing of the result's binade, so ``(u * s + (c + M)) - M`` rounds ``u * s + c`` ONCE, to float32, ties to
+    even (M / spacing is even): the FMA, with no double rounding. ``c + M`` is exact (c is on that grid)."""
+    magic = 1.5 * 2.0 ** (exponent + 29)
+    return float(coefficient) + magic, magic
+
+
+#: Each polynomial step's (c + M, M): the binade of u_k = fma(u_{k-1}, s, c_k) is the same for every |s| <= 0.35
+#: (after the reduction |s| <= ln 2 / 2 + 5e-6), checked at both ends of that range in tests/numerics/test_sleef.py.
+_HORNER = [_horner_magic(c, e) for c, e in zip(_EXP_POLY[1:5], (-10, -7, -5, -3))]
+_LN2_SPLIT = np.float64(float(_L2U) + float(_L2L))  # exact: 43 bits (np.float64: products with it stay float64)
+#: The fifth step, 0.5 + u4 * s, lies below 0.5 (binade -2) for s < 0 and in [0.5, 1) (binade -1) otherwise:
+#: its M is 1.5 * 2^28 with the exponent lowered by s's sign bit.
+_HALF_MAGIC_BITS = np.float64(_horner_magic(_EXP_POLY[5], -1)[1]).view(np.uint64)
+
+
+def _fma_update(u: np.ndarray, a: np.ndarray, c, work: tuple[np.ndarray, np.ndarray, np.ndarray],
+                out: np.ndarray | None = None) -> None:
+    """``u = fma32(u, a, c)`` in place, or into the float32 ``out``: ``u`` float32, or float64 holding float32 values
+    (the hot loop's); ``a``, ``c`` float64 holding float32 values; ``work``'s float64 buffer is not ``u`` or ``a``."""
     total, bits, halfway = work
-    np.multiply(u, a, out=total)  # exact (u is widened on the fly)
+    out = u if out is None else out
+    np.multiply(u, a, out=total)  # exact (a float32 u is widened on the fly)
     np.add(total, c, out=total)  # rounded to float64
     np.bitwise_and(total.view(np.int64), _LOW29, out=bits)
     np.equal(bits, _HALF29, out=halfway)
     if halfway.any():  # rare: those lanes again, with the error of the float64 addition
         product = u[halfway].astype(np.float64) * a[halfway]
-        u[halfway] = _round_sum(product, np.broadcast_to(c, u.shape)[halfway])
+        out[halfway] = _round_sum(product, np.broadcast_to(c, u.shape)[halfway])
         halfway = ~halfway
-        np.copyto(u, total, casting="unsafe", where=halfway)
+        np.copyto(out, total, casting="unsafe", where=halfway)
     else:
-        np.copyto(u, total, casting="unsafe")  # round to float32
+        np.copyto(out, total, casting="unsafe")  # round to float32
 
 
-def _expf_chunk(d: np.ndarray) -> np.ndarray:
+def _expf_chunk(d: np.ndarray, w: _ExpWork, out: np.ndarray) -> None:
+    """``out = sleef_expf(d)`` for one chunk, in ``w``'s buffers (float64 ones hold float32 values where named so)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        clamped = np.clip(d, _F32(-105.0), _F32(101.0))  # beyond: 0 or inf below; keeps q finite (-inf, inf)
-        q = np.rint(clamped * _R_LN2).astype(np.float64)  # float32 product, rounded to an integer (ties to even)
-        # fma32(q, -L2U, d): L2U has 16 bits and |q| <= 152, so q * L2U and d - q * L2U are exact in
-        # float64 (Cody-Waite's split): one rounding, to float32, and no midpoint to watch.
-        s = (clamped - q * float(_L2U)).astype(_F32).astype(np.float64)
-        work = (np.empty(d.size), np.empty(d.size, np.int64), np.empty(d.size, bool))
-        s = _round_sum(q * -float(_L2L), s).astype(np.float64)  # fma32(q, -L2L, s): q * L2L is exact in float64
-        u = np.full(d.size, _EXP_POLY[0])
-        for coefficient in _EXP_POLY[1:]:
-            _fma_update(u, s, float(coefficient), work)
-        _fma_update(u, (s * s).astype(_F32).astype(np.float64), s, work)  # fma32(s * s, u, s)
+        extreme = d.size and not (d.min() >= -104.0 and d.max() <= 100.0)  # also NaN
+        clamped = np.clip(d, _F32(-105.0), _F32(101.0)) if extreme else d  # keeps q finite (-inf, inf)
+        q32 = np.rint(np.multiply(clamped, _R_LN2, out=w.q32), out=w.q32)  # float32 product, rint ties to even
+        s, u, t = w.s, w.u, w.t
+        # fma32(q, -L2U, d), then fma32(q, -L2L, s): L2U has 16 bits and |q| <= 152, so d - q * L2U is exact in
+        # float64 and a float32 (Cody-Waite's split); L2U + L2L has 43 bits, q times it 51, and d - q (L2U + L2L)
+        # is a multiple of 2^-43 below 1 (or d itself, q = 0): exact in float64, so the two FMAs round once, here.
+        np.subtract(clamped, np.multiply(q32, _LN2_SPLIT, out=s), out=s)
+        np.copyto(w.s32, s, casting="unsafe")
+        np.copyto(s, w.s32)
+        # the polynomial, each FMA rounded once to float32 by a magic constant (_horner_magic); products are exact
+        np.multiply(s, float(_EXP_POLY[0]), out=u)
+        for plus, magic in _HORNER:
+            u += plus
+            u -= magic
+            u *= s
+        magic = w.bits.view(np.uint64)  # 1.5 * 2^28, or 1.5 * 2^27 where s is negative (its sign bit)
+        np.subtract(_HALF_MAGIC_BITS, np.left_shift(np.right_shift(s.view(np.uint64), 63, out=magic), 52, out=magic),
+                    out=magic)
+        np.add(magic.view(np.float64), 0.5, out=t)
+        u += t
+        u -= magic.view(np.float64)
+        # fma32(s * s, u, s): its result spans many binades, so the general rounding with the midpoint check
+        np.copyto(t, np.multiply(w.s32, w.s32, out=out))
+        _fma_update(u, t, s, (w.total, w.bits, w.halfway), out=w.u32)
         # 1 + u, then SLEEF's two scalings by 2^(q >> 1) and 2^(q - (q >> 1)): both exact unless the
         # result is subnormal or overflows, where the second one rounds once, as ldexp does.
-        u = np.ldexp(_F32(1.0) + u, q.astype(np.int32))
-        u[d < -104] = 0.0
-        u[d > 100] = np.inf
-        return u
+        np.add(w.u32, _F32(1.0), out=w.u32)
+        np.ldexp(w.u32, q32.astype(np.int32), out=out)
+        if extreme:
+            out[d < -104] = 0.0
+            out[d > 100] = np.inf
 
 
 def _two_sum_float(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

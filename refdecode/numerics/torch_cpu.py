@@ -30,12 +30,17 @@ gives NaN, as torch does. Docs: docs/last-bit.md.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from typing import Callable, TypeVar
+
 import numpy as np
 
 from .introsort import torch_order_at_cut
 from .sleef import sleef_expf, sleef_logf
 
-__all__ = ["LANES", "lane_sum", "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter"]
+__all__ = ["LANES", "lane_sum", "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter",
+           "on_finite_support"]
 
 _F32 = np.float32
 
@@ -58,9 +63,14 @@ def lane_sum(values: np.ndarray, lanes: int = 16) -> np.ndarray:
             total += values[:, k]
         return total
     full = n // lanes  # whole vectors; the last, partial one is padded with zeros in the lanes past the row
-    # per lane, in row order: NumPy reduces a non-contiguous axis by adding whole (R, lanes) slices one after
-    # the other, so lane l is v[0][l] + v[1][l] + ... left to right, as the kernel's vector accumulator
-    acc = np.add.reduce(values[:, : full * lanes].reshape(rows, full, lanes), axis=1)
+    # per lane, in row order: NumPy reduces a non-contiguous axis by adding whole slices one after the other, so
+    # lane l is v[0][l] + v[1][l] + ... left to right, as the kernel's vector accumulator. Several rows: vectors
+    # first, (full, R, lanes), so that each addition takes R * lanes numbers at once (twice as fast for 4 rows).
+    vectors = values[:, : full * lanes].reshape(rows, full, lanes)
+    if rows > 1:
+        acc = np.add.reduce(np.ascontiguousarray(vectors.transpose(1, 0, 2)), axis=0)
+    else:
+        acc = np.add.reduce(vectors, axis=1)
     if n > full * lanes:
         tail = np.zeros((rows, lanes), _F32)
         tail[:, : n - full * lanes] = values[:, full * lanes :]
@@ -91,9 +101,9 @@ def _shifted_exp(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(x - max, exp(x - max)) per row, float32 (R, V); NaN rows where the max is -inf, as torch gives."""
     with np.errstate(invalid="ignore"):
         shifted = rows - rows.max(axis=-1, keepdims=True)  # -inf - -inf = nan: an all -inf row
-    removed = shifted == -np.inf
-    if not removed.any():
+    if rows.min() > -np.inf:  # no removed token (one float32 reduction instead of a mask; NaN takes the mask)
         return shifted, sleef_expf(shifted)
+    removed = shifted == -np.inf
     e = np.zeros_like(shifted)  # exp(-inf) = 0: the exp of a removed token costs nothing (after top-k, most)
     e[~removed] = sleef_expf(shifted[~removed])
     return shifted, e
@@ -197,3 +207,80 @@ def torch_scatter(sorted_mask: np.ndarray, indices: np.ndarray, x: np.ndarray, d
     out = np.empty(indices.shape, bool)
     np.put_along_axis(out, indices, sorted_mask, axis=-1)
     return out
+
+
+Rule = TypeVar("Rule", bound=Callable[..., np.ndarray])
+_PHASE = 16  # both lane widths divide it
+
+
+def on_finite_support(rule: Rule) -> Rule:
+    """Decorator, a speed-up that gives the same bits: run a row rule on its rows' finite entries only.
+
+    After top-k (on by default when sampling) 50 of GPT-2's 50,257 scores are finite; a rule that sorts,
+    softmaxes and cumsums whole rows (top-p) spends its time on the ``-inf`` ones. This runs ``rule`` instead on
+    rows of L entries, ``-inf`` first, then the row's finite entries in id order, with L = V modulo 16, and
+    spreads the result back (``-inf`` elsewhere). The rule gives the same bits on the finite entries when:
+
+    - it is built, as top-p is, from an ascending :func:`torch_sort`, :func:`torch_softmax`, :func:`torch_cumsum`,
+      comparisons, masks at positions counted from the end of the sorted row, and :func:`torch_scatter`: the
+      ``-inf`` entries sort first, so the finite ones end the row at the same positions modulo 16, in the same
+      SIMD lanes of :func:`lane_sum` (its result would not change with a shift anyway: the lanes rotate and
+      the halving fold adds the same pairs), and the ``-inf`` ones have exp 0, which adds exactly 0 to the
+      lane sums and to the cumulative sums;
+    - ``filter_value`` is ``-inf`` (checked here): a ``-inf`` entry comes out ``-inf`` whether the rule keeps
+      or removes it, so which ones it keeps (``min_tokens_to_keep`` above the finite count) does not matter;
+    - no tie group among the finite entries is split into kept and removed (checked on the result): torch's
+      order of such a group is the full row's (:func:`torch_scatter`); otherwise the full rows run.
+
+    Rows with NaN or ``+inf``, or more than a quarter finite, run whole too. Tested against the whole rows on
+    random, tied, textbook and GPT-2-sized rows (tests/numerics/test_torch_cpu.py).
+    """
+    parameter = inspect.signature(rule).parameters["filter_value"]
+    position = list(inspect.signature(rule).parameters).index("filter_value")
+
+    @functools.wraps(rule)
+    def on_support(scores, *args, **kwargs):
+        given = args[position - 1] if len(args) >= position else kwargs.get("filter_value", parameter.default)
+        support = _finite_support(scores) if given == -np.inf else None
+        if support is None:
+            return rule(scores, *args, **kwargs)
+        rows, ids, columns, starts, compact = support
+        result = rule(compact, *args, **kwargs)[rows, columns]
+        kept = result != -np.inf  # the finite entries the rule keeps
+        values = scores[rows, ids]
+        for b in range(scores.shape[0]):
+            row_values, row_kept = values[starts[b] : starts[b + 1]], kept[starts[b] : starts[b + 1]]
+            if _shared(row_values[row_kept], row_values[~row_kept]):  # a tie group split at a cut
+                return rule(scores, *args, **kwargs)
+        out = np.full(scores.shape, -np.inf, _F32)
+        out[rows, ids] = result
+        return out
+
+    return on_support  # type: ignore[return-value]
+
+
+def _shared(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether the 1-D arrays ``a`` and ``b`` have a value in common."""
+    if a.size * b.size <= 1 << 16:  # a few dozen entries after top-k: one comparison table
+        return bool((a[:, None] == b[None, :]).any())
+    return bool(np.isin(a, b).any())
+
+
+def _finite_support(scores: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """(row, id, compact column) of every finite entry, where each row's entries start, and the compact rows;
+    None where the whole rows must run."""
+    batch, vocab = scores.shape
+    if scores.size == 0 or not np.isfinite(scores.max(axis=-1)).all():  # NaN, +inf or an all -inf row
+        return None
+    flat = np.flatnonzero(scores != -np.inf)  # row by row, ids ascending
+    rows = flat // vocab
+    counts = np.bincount(rows, minlength=batch)
+    width = int(counts.max()) + _PHASE
+    width += (vocab - width) % _PHASE  # = vocab modulo 16
+    if 4 * int(counts.max()) > vocab or width >= vocab:
+        return None
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    columns = width - counts[rows] + (np.arange(rows.size) - starts[rows])  # the finite entries end the row
+    compact = np.full((batch, width), -np.inf, _F32)
+    compact[rows, columns] = scores.reshape(-1)[flat]
+    return rows, flat - rows * vocab, columns, starts, compact

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import softmax, torch_cumsum, torch_scatter, torch_softmax, torch_sort
+from ..numerics import on_finite_support, softmax, torch_cumsum, torch_scatter, torch_softmax, torch_sort
 from ..validation import is_float, is_number, warn
 from .arguments import check_count, check_filter_value, check_positive_float, check_scores, checks_scores
 from .logits_process import LogitsProcessor
@@ -119,6 +119,7 @@ def top_k_warp(
 
 
 @checks_scores
+@on_finite_support
 def top_p_warp(
     scores: np.ndarray, top_p: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1
 ) -> np.ndarray:

@@ -86,3 +86,69 @@ def test_the_exp_hot_loop_takes_the_double_rounding_case_too():
     work = (np.empty(3), np.empty(3, np.int64), np.empty(3, bool))
     _fma_update(u, a, c, work)
     assert u.tolist() == [np.float32(1 + 2**-23), 1.625, 1.125]
+
+
+def sleef_expf_by_steps(d: np.ndarray) -> np.ndarray:
+    """SLEEF's xexpf written step by step with :func:`fma32` (the reference the chunked loop must equal)."""
+    from refdecode.numerics.sleef import _EXP_POLY, _L2L, _L2U, _R_LN2
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        clamped = np.clip(d, np.float32(-105.0), np.float32(101.0))
+        q = np.rint(clamped * _R_LN2)
+        s = fma32(q, np.float32(-_L2L), fma32(q, np.float32(-_L2U), clamped))
+        u = np.full_like(s, _EXP_POLY[0])
+        for c in _EXP_POLY[1:]:
+            u = fma32(u, s, np.full_like(s, c))
+        u = np.float32(1.0) + fma32(s * s, u, s)
+        out = np.ldexp(u, q.astype(np.int32))
+    out[d < -104] = 0.0
+    out[d > 100] = np.inf
+    return out
+
+
+def test_expf_equals_its_steps_written_with_fma32():
+    """The hot loop rounds the FMAs with magic constants and skips what is exact; the bits are the same."""
+    rng = np.random.RandomState(3)
+    ln2 = np.float32(np.log(2.0))
+    ends = (np.arange(-150, 150)[:, None] * ln2 + ln2 / 2 + np.arange(-300, 300)[None] * 1e-6).ravel()  # |s| at its max
+    d = np.concatenate([rng.uniform(-110, 110, 300_000), -rng.exponential(3.0, 300_000), ends,
+                        rng.randn(100_000) * 10.0 ** rng.uniform(-40, 0, 100_000),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, -104.0, 100.0, 1e-45, -1e-45]]).astype(np.float32)
+    got, want = sleef_expf(d), sleef_expf_by_steps(d)
+    assert got.dtype == np.float32 and np.array_equal(got.view(np.int32), want.view(np.int32))
+
+
+def test_each_polynomial_step_stays_in_the_binade_its_magic_constant_assumes():
+    """u_k = fma(u_{k-1}, s, c_k) increases with s; at both ends of |s| <= 0.35 (and on a grid between) each
+    step's result lies in the binade of _HORNER. The fifth, 0.5 + u4 * s, is below 0.5 for s < 0 (rounded on
+    that binade's grid it may reach 0.5 itself, which both grids hold) and in [0.5, 1) otherwise."""
+    from refdecode.numerics.sleef import _EXP_POLY
+
+    s = np.concatenate([np.linspace(-0.35, 0.35, 100_001), [-0.35, 0.35, -1e-30, 1e-30, 0.0]]).astype(np.float32)
+    u = np.full_like(s, _EXP_POLY[0])
+    for c, exponent in zip(_EXP_POLY[1:5], (-10, -7, -5, -3)):
+        u = fma32(u, s, np.full_like(s, c))
+        assert np.all(np.frexp(u)[1] - 1 == exponent)
+    u = fma32(u, s, np.full_like(s, _EXP_POLY[5]))
+    assert np.all(np.where(s < 0, (0.25 <= u) & (u <= 0.5), (0.5 <= u) & (u < 1.0)))
+
+
+def test_the_two_reduction_constants_add_exactly_in_float64():
+    """The reduction subtracts q * (L2U + L2L) at once: their sum, and its product with any |q| <= 152, are exact."""
+    from refdecode.numerics.sleef import _L2L, _L2U, _LN2_SPLIT
+
+    assert Fraction(float(_LN2_SPLIT)) == Fraction(float(_L2U)) + Fraction(float(_L2L))
+    for q in range(-152, 153):
+        assert Fraction(q * float(_LN2_SPLIT)) == q * Fraction(float(_LN2_SPLIT))
+
+
+def test_the_exp_hot_loop_fma_from_float64_values_into_a_float32_out():
+    """The same double-rounding case with u held in float64 (as the exp's loop holds it), the result into ``out``."""
+    from refdecode.numerics.sleef import _fma_update
+
+    u = np.array([2**-12 * (1 + 2**-18), 0.5, 0.25])
+    a = np.array([2**-12 * (1 - 2**-18), 3.0, 0.5])
+    c = np.array([1 + 2**-23, 0.125, 1.0])
+    out = np.empty(3, np.float32)
+    _fma_update(u, a, c, (np.empty(3), np.empty(3, np.int64), np.empty(3, bool)), out=out)
+    assert out.tolist() == [np.float32(1 + 2**-23), 1.625, 1.125] and u[1] == 0.5  # u itself is left alone
