@@ -154,8 +154,6 @@ def beams(llm, prompts: list[list[int]], config: dict) -> list[list[list[int]]]:
 
     if float(config.get("repetition_penalty") or 1.0) != 1.0:
         raise Unsupported("beam search with repetition_penalty: BeamSearchParams has no penalties")
-    if int(config.get("min_new_tokens") or 0) > 0 or int(config.get("min_length") or 0) > len(prompts[0]):
-        pass   # checked by the caller against the padded width
     params = BeamSearchParams(beam_width=int(config["num_beams"]), max_tokens=int(config["max_new_tokens"]),
                               length_penalty=float(config.get("length_penalty", 1.0)), temperature=0.0,
                               ignore_eos=False)
@@ -187,13 +185,13 @@ def sample(llm, prompts: list[list[int]], config: dict, eos: list[int], width: i
     N, need = len(rows), min_tokens(config, width, new)
     gens: list[list[int]] = [[] for _ in rows]
     done = [False] * N
-    top_k = int(config.get("top_k") or 0)
+    top_k = 50 if config.get("top_k") is None else int(config["top_k"])     # 4.38.2's GenerationConfig default
     for t in range(new):
         live = [r for r in range(N) if not done[r]]
         if not live:
             break
-        params = [SamplingParams(temperature=float(config.get("temperature", 1.0)), top_k=top_k,
-                                 top_p=float(config.get("top_p", 1.0)), max_tokens=1,
+        params = [SamplingParams(temperature=float(config.get("temperature") or 1.0), top_k=top_k,
+                                 top_p=float(config.get("top_p") or 1.0), max_tokens=1,
                                  min_tokens=1 if len(gens[r]) < need else 0, stop_token_ids=eos,
                                  repetition_penalty=float(config.get("repetition_penalty") or 1.0),
                                  logprobs=-1, detokenize=False, seed=0) for r in live]
