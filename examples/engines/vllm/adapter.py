@@ -37,7 +37,7 @@ num_beams > 1               ``LLM.beam_search`` with ``BeamSearchParams(beam_wid
                             returned (vLLM gives each sequence's cum_logprob, not a normalised score).
                             Unsupported with a repetition penalty, an n-gram ban, a minimum length or groups:
                             BeamSearchParams has none of them.
-early_stopping              no option: vLLM's beam search always runs max_tokens steps (FINDINGS.md V5)
+early_stopping              no option: vLLM's beam search always runs max_tokens steps (FINDINGS.md V2c)
 do_sample (num_beams 1)     vLLM draws with its own generator (a seed, not given draws), but it exposes the
                             distribution it draws from: the adapter asks one token at a time with
                             ``logprobs=-1`` (the whole vocabulary, after vLLM's processors and warpers:

@@ -9,7 +9,7 @@ shipped checkpoints are float16 (``torch_dtype: float16``), so this writes:
   takes transformers' ``transformer.`` names and transposes the Conv1D weights itself);
 * ``config.json``: the checkpoint's, with ``torch_dtype: float32``;
 * a tokenizer naming ``EOS_ID`` as its eos token: vLLM's ``LLM.beam_search`` ends a hypothesis on the tokenizer's
-  ``eos_token_id`` and on nothing else (FINDINGS.md V5), and the engines cases end on 198 (``"\n"``). A folder with
+  ``eos_token_id`` and on nothing else (FINDINGS.md V2d), and the engines cases end on 198 (``"\n"``). A folder with
   the GPT-2 tokenizer (``tokenizer.json``) keeps it; a suite model (config.json and weights only) gets a word-level
   tokenizer over its vocabulary, token i spelled ``<i>`` (the adapter passes token ids, never text);
 * no ``generation_config.json``: the adapter passes every option itself (and loads with ``generation_config="vllm"``).

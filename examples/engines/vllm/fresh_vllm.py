@@ -3,7 +3,7 @@ r"""Fresh cases vLLM can take: refdecode's fresh draws, moved to a checkpoint vL
     .venv/bin/python examples/engines/vllm/fresh_vllm.py --fresh 100 --seed 20261126 [--json out.json]
 
 ``fresh_check.py`` answers few cases for vLLM: two thirds of its draws are on the tiny suite models, whose heads
-(8 and 16) vLLM's CPU attention does not take (FINDINGS.md V7), and most of the rest ask for a no-repeat n-gram or,
+(8 and 16) vLLM's CPU attention does not take (FINDINGS.md V5), and most of the rest ask for a no-repeat n-gram or,
 with beams, a repetition penalty or a minimum length, which vLLM has no option for. This draws the same way
 (``refdecode.reference.conformance.fresh.fresh_cases``, groups greedy and beam_search: new prompts, left-padded
 batches of 1-3, one or two eos ids, pads that are not eos, lengths, penalties, beams, length penalties, early

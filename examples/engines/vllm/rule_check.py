@@ -1,6 +1,6 @@
 r"""vLLM's sampling distribution against refdecode's warped distribution, and the draws made from it.
 
-vLLM cannot be given the case's draws (a seed drives its own Gumbel noise, FINDINGS.md V7), but with
+vLLM cannot be given the case's draws (a seed drives its own Gumbel noise, FINDINGS.md V4), but with
 ``logprobs_mode="processed_logprobs"`` and ``logprobs=-1`` it returns the whole distribution it draws from: the
 log_softmax of the logits after its processors (repetition penalty, min_tokens) and warpers (temperature, top-k,
 top-p). This script checks, on the shipped model and the engines prompts (unpadded, as the adapter sends them):

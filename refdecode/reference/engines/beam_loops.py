@@ -23,7 +23,7 @@ from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' s
   processors' eos handling, no length normalisation; stop when all beams hold an eos past their prompt; output:
   beams by log-prob, each cut after its first eos (duplicates kept).
 * ``loop="vllm"`` (vLLM 0.32 ``LLM.beam_search``, entrypoints/generate/beam_search/offline.py :58-342, utils.py
-  :137-163; FINDINGS V3-V6): each running beam offers its own top 2K tokens (``logprobs=2 * beam_width``, the
+  :137-163; FINDINGS V2): each running beam offers its own top 2K tokens (``logprobs=2 * beam_width``, the
   log_softmax of its logits); a candidate that is eos_token_id[0] (the tokenizer's one eos) joins the finished
   list, whatever its rank, every other candidate the pool; the K best of the pool by cum_logprob / len ** lp run on,
   len = the unpadded prompt + the new tokens; always max_new_tokens steps (no early stopping); at the end finished +

