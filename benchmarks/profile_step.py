@@ -32,7 +32,9 @@ from refdecode.decoding.beam.bookkeeping import top_candidates  # noqa: E402
 from refdecode.pipeline import logits_processors, logits_warpers  # noqa: E402
 from refdecode.generation_config import GenerationConfig  # noqa: E402
 from refdecode.model.gpt2 import attention_scores  # noqa: E402
-from refdecode.model.fast.forward import gelu_new_, layer_norm_, linear, softmax_  # noqa: E402
+from refdecode.model.fast.forward import (FEW_ROWS, few_rows_product, gelu_new_, layer_norm_, linear,  # noqa: E402
+                                          softmax_)
+from refdecode.model.fast.layout import head_rows  # noqa: E402
 from refdecode.numerics import log_softmax, softmax  # noqa: E402
 from refdecode.decoding.randomness import multinomial  # noqa: E402
 
@@ -80,6 +82,8 @@ def model_step(model: GPT2, tokens: np.ndarray, cache, t: Timer) -> np.ndarray:
         x += t("mlp matmul (c_proj)", linear, h, **lp["mlp"]["c_proj"])
     cache.advance(1)
     x = t("layer norms", layer_norm_, x, **p["ln_f"], eps=eps)
+    if 1 < x.shape[0] <= FEW_ROWS and p["wte"].flags.f_contiguous:  # as gpt2_fast: blocks of the row-major copy
+        return t("lm_head (x @ wte.T)", lambda: np.ascontiguousarray(few_rows_product(x, head_rows(p))))
     return t("lm_head (x @ wte.T)", lambda: x @ p["wte"].T)  # (B, V)
 
 

@@ -4,12 +4,14 @@ written by examples/engines/common/record_responses.py + slim_responses.py from 
 from __future__ import annotations
 
 import json
+
+import numpy as np
 from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
-           "llama-cpp", "keras-hub", "vllm")
+           "llama-cpp", "keras-hub", "mlx-lm", "openvino-genai", "vllm")
 
 
 def model_dir(name: str) -> Path:
@@ -43,3 +45,21 @@ def differing(engine: str, limit: int | None = None) -> list[dict]:
     """The engine's answers that differ from transformers 4.38.2's (the cases a profile has to explain)."""
     out = [r for r in recorded(engine) if r["response"]["output"]["sequences"] != r["expected"]["sequences"]]
     return out[:limit] if limit else out
+
+
+class Stub:
+    """A model whose next-token logits are looked up by the whole prefix (a dict of prefix -> {token: logit}, the
+    rest of the V = 6 entries -30), so a test sets each step's candidates by hand."""
+
+    V, LOW = 6, -30.0
+
+    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], default: dict[int, float] | None = None):
+        self.table, self.default = table, default or {4: 0.0}
+
+    def __call__(self, ids: np.ndarray):
+        row = np.full(self.V, self.LOW, dtype=np.float32)
+        for tok, value in self.table.get(tuple(int(t) for t in ids[0]), self.default).items():
+            row[tok] = value
+        out = type("Out", (), {})()
+        out.logits = row[None, None, :]
+        return out

@@ -33,7 +33,8 @@ from refdecode.reference.conformance.cases_decode import model_for
 
 HERE = Path(__file__).resolve().parent
 #: profiles answered by another engine's adapter in another mode: profile -> (engine folder, environment)
-VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1")}
+VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1"),
+            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1")}
 
 
 def command(engine: str) -> str:
@@ -51,7 +52,7 @@ def profile_answer(engine: str, case: dict) -> list | str:
     inp = REGISTRY[case["type"]].inputs.decode(case["input"])
     try:
         out = decode_as(engine, NextTokenLogits(model_for(inp["model"], inp["config"])), inp["input_ids"],
-                        inp["attention_mask"], inp["config"])
+                        inp["attention_mask"], inp["config"], inp.get("uniforms"))
     except NotSimulated as err:
         return f"not simulated: {err}"
     return to_json(out)["sequences"]
@@ -140,10 +141,12 @@ def main() -> int:
     engines = args.engines.split(",") if args.engines else installed()
     print(f"{len(cases)} fresh cases, seed {args.seed}, in {suite}")
     results = {}
+    # another selection of groups than the default is named with the engine (report.py merges --json files by name)
+    label = "" if args.groups == ",".join(FRESH_GROUPS) else f" [{args.groups}]"
     for engine in engines:
-        r = results[engine] = check_engine(engine, cases, args.timeout)
-        print(f"{engine}: profile = engine on {r['same']} of {r['answered']} answered ({r['departing_same']} of the "
-              f"{r['departing']} departing from 4.38.2), {r['unsupported']} unsupported, {r['no_answer']} no answer")
+        r = results[engine + label] = check_engine(engine, cases, args.timeout)
+        print(f"{engine}{label}: profile = engine on {r['same']} of {r['answered']} answered ({r['departing_same']} of "
+              f"the {r['departing']} departing from 4.38.2), {r['unsupported']} unsupported, {r['no_answer']} no answer")
         for m in r["mismatches"]:
             print(f"  MISMATCH {m['id']} ({m['note']}): {m['why']}")
     if args.json:

@@ -1,16 +1,18 @@
 r"""Write docs/engines.md and examples/engines/report.json from the engines' recorded answers.
 
     .venv/bin/python examples/engines/report.py [--bench examples/engines/bench.jsonl] [--no-attribute]
-                                                [--run-seconds N] [--refdecode-bench] [--check-dir DIR]
-                                                [--fresh fresh.json ...]
+                                                [--run-seconds N | --run-time-file F] [--refdecode-bench]
+                                                [--beam-gap beam_gap.json] [--check-dir DIR] [--fresh fresh.json ...]
     .venv/bin/python examples/engines/report.py --from-json      # the page again from report.json
+    .venv/bin/python examples/engines/report.py --from-json --bench B --refdecode-bench --beam-gap G  # new speed only
 
 Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
 and for every engine and case group counts pass (the engine's sequences equal transformers 4.38.2's) / differ /
 unsupported; runs refdecode's profile of the engine (``refdecode.reference.engines.decode_as``) on every answered
 case (reproduced = token for token); for each differing case, finds a minimal set of the profile's switches that
 turns 4.38.2's rules into the engine's answer (its cause; ``--no-attribute`` skips this); adds the speed table
-(each bench script's JSON line from ``--bench``, and refdecode's own with ``--refdecode-bench``) and each engine's
+(each bench script's JSON line from ``--bench``, refdecode's own with ``--refdecode-bench``: its default and its fast
+forward pass; ``--beam-gap``: benchmarks/beam_gap.py's figures on beam-4) and each engine's
 causes as its FINDINGS.md states them (both rules with sources, a reproducer each). Runs in refdecode's venv.
 """
 
@@ -20,6 +22,7 @@ import argparse
 import datetime
 import inspect
 import json
+import os
 import re
 import sys
 import time
@@ -36,7 +39,7 @@ from refdecode.reference.engines.beam import NotSimulated
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
-           "llama-cpp", "keras-hub", "vllm"]
+           "llama-cpp", "keras-hub", "mlx-lm", "openvino-genai", "vllm"]
 GROUPS = ["engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search", "gpt2_greedy",
           "gpt2_sample", "gpt2_beam_search"]
 _LOGITS: dict[str, NextTokenLogits] = {}
@@ -160,27 +163,77 @@ def reproducer(engine: str, r: dict) -> dict:
             engine: got[row][width:] if row < len(got) else None}
 
 
-def refdecode_bench() -> dict:
-    """refdecode's generate on the 124M-shaped checkpoint, timed as the engines' benches time theirs
-    (common/bench_common.py: the same prompt, 64 new tokens, 1 warm-up + 5 runs, median)."""
-    import sys
+#: refdecode's two forward passes, as the speed table names them.
+FORWARDS = {"plain": "GPT2.from_pretrained(path): the default, readable forward pass (refdecode/model/gpt2.py)",
+            "fast": "GPT2.from_pretrained(path, forward=\"fast\"): refdecode/model/fast/"}
 
+
+def refdecode_bench() -> list[dict]:
+    """refdecode's generate on the 124M-shaped checkpoint with each forward pass, timed as the engines' benches time
+    theirs (common/bench_common.py: the same prompt, 64 new tokens, 1 warm-up + 5 runs, median)."""
     from refdecode import generate
     sys.path.insert(0, str(HERE / "common"))
     from bench_common import NEW, PROMPT, default_model, tok_per_s
 
-    model = GPT2.from_pretrained(default_model())
     ids = np.array([PROMPT], dtype=np.int64)
-    out = {"engine": "refdecode", "version": __import__("refdecode").__version__}
-    for name, beams in (("greedy", 1), ("beam4", 4)):
+    rows = []
+    for forward, note in FORWARDS.items():
+        model = GPT2.from_pretrained(default_model(), forward=forward)
+        out = {"engine": "refdecode", "version": __import__("refdecode").__version__, "forward": forward,
+               "threads": 1, "note": f"{note}; {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average "
+                                     f"{os.getloadavg()[0]:.1f}"}
+        for name, beams in (("greedy", 1), ("beam4", 4)):
 
-        def once() -> None:
-            seq = generate(model, ids, max_new_tokens=NEW, min_new_tokens=NEW, num_beams=beams, eos_token_id=50256,
-                           pad_token_id=50256)
-            assert seq.shape == (1, len(PROMPT) + NEW), seq.shape
+            def once() -> None:
+                seq = generate(model, ids, max_new_tokens=NEW, min_new_tokens=NEW, num_beams=beams,
+                               eos_token_id=50256, pad_token_id=50256)
+                assert seq.shape == (1, len(PROMPT) + NEW), seq.shape
 
-        out[f"{name}_tok_s"] = tok_per_s(name, once)
-    return out
+            out[f"{name}_tok_s"] = tok_per_s(f"refdecode {forward} {name}", once)
+        rows.append(out)
+    return rows
+
+
+def speed_lines(report: dict) -> list[str]:
+    """The speed table (greedy, beam-4 and their ratio per engine; refdecode's two forward passes as two rows), and
+    the paragraph on beam-4 from benchmarks/beam_gap.py's figures when the run made them."""
+    lines = ["", "## Speed (GPT-2-124M-shaped, 8-token prompt, 64 new tokens, batch 1, median of 5)", ""]
+    if not report["bench"]:
+        return lines + ["Not measured in this run (`run_all.sh` measures it); each engine's FINDINGS.md gives the "
+                        "figures its helper measured."]
+    lines += ["| engine | version | greedy tok/s | beam-4 tok/s | beam-4 / greedy | note |",
+              "|---|---|---|---|---|---|"]
+    for b in report["bench"]:
+        name = b.get("engine") + (f", forward=\"{b['forward']}\"" if b.get("forward") else "")
+        beam, greedy = b.get("beam4_tok_s"), b.get("greedy_tok_s")
+        ratio = f"{beam / greedy:.2f}" if beam and greedy else "-"
+        lines.append(f"| {name} | {b.get('version')} | {'-' if greedy is None else greedy} | "
+                     f"{'-' if beam is None else beam} | {ratio} | "
+                     f"{b.get('note', '')} |")
+    lines += ["", "Each engine single-threaded, its own bench script (`examples/engines/<engine>/bench.*`); "
+              "refdecode: `generate` with OPENBLAS_NUM_THREADS=1, once per forward pass. One run each, on a shared "
+              "2-core machine: read the ratios, not the third digit."]
+    gap = report.get("beam_gap")
+    if gap:
+        genai = (f" onnxruntime-genai's model runs 4 rows in {gap['genai_model_4_x']}x the time of one (its Conv1D "
+                 f"products {gap.get('genai_gemm_4_x', '?')}x, its LM head {gap.get('genai_lm_head_4_x', '?')}x: "
+                 "onnxruntime packs each constant weight once, at load, for its MLAS GEMM: `PrePack` in "
+                 "onnxruntime/core/providers/cpu/math/gemm.cc and matmul.cc), and its whole beam step "
+                 f"(model, search, cache) {gap['genai_step_4_x']}x a greedy step; beam-4 / greedy "
+                 f"{gap['genai_beam4_over_greedy']:.2f}." if "genai_model_4_x" in gap else "")
+        lines += ["", "**Why beam-4 costs what it does** (`benchmarks/beam_gap.py`, one thread, "
+                  f"{gap['clock']}, {gap['rounds']} alternating rounds, {gap['date']}, load average {gap['load']}). "
+                  "A beam-4 step is the model on 4 rows plus the search. The weight products of one step take, "
+                  f"for 4 rows, {gap['products_4_one_call_x']}x the time of one row as one OpenBLAS call (its GEMM "
+                  f"packs a copy of each weight first) and {gap['products_4_blocks_x']}x in blocks under OpenBLAS's "
+                  "small-matrix bound, which the fast forward pass runs (11 rows, prompt lookup's verification: "
+                  f"{gap['products_11_blocks_x']}x); its whole 4-row forward step costs {gap['forward_4_x']}x a "
+                  f"1-row step. The search adds per beam step: log_softmax over 4 x 50,257 with torch's bits "
+                  f"{gap['log_softmax_exact_ms']} ms (NumPy's plain expression {gap['log_softmax_numpy_ms']} ms), "
+                  f"the top-2K candidates {gap['top_2k_ms']} ms, the KV cache reorder {gap['reorder_ms']} ms. "
+                  f"beam-4 / greedy: refdecode default forward {gap['plain_beam4_over_greedy']:.2f}, fast forward "
+                  f"{gap['fast_beam4_over_greedy']:.2f}." + genai]
+    return lines
 
 
 def findings_causes(engine: str) -> str:
@@ -226,8 +279,9 @@ def fresh_lines(fresh: dict | None) -> list[str]:
     lines = ["", "### Fresh cases (drawn anew, never in the suite)", "",
              f"`examples/engines/fresh_check.py --fresh {fresh['cases']} --seed {fresh['seed']}` "
              "(`refdecode conformance fresh`: left-padded batches of new prompts, new settings, near-ties kept and "
-             "labelled; groups greedy, beam_search, eos_heavy) through each engine's adapter, its answers against "
-             "its profile:", "",
+             "labelled; groups greedy, beam_search, eos_heavy; an engine named with `[plain_greedy,sample]`: "
+             "those groups of the same seed, for the engines without beams, n-grams or minimum lengths) through "
+             "each engine's adapter, its answers against its profile:", "",
              "| engine (profile) | answered | profile = engine | differ from 4.38.2 | of those profile = engine | "
              "unsupported |", "|---|---|---|---|---|---|"]
     for name, r in fresh["engines"].items():
@@ -346,19 +400,7 @@ def write_markdown(report: dict) -> str:
               "Each switch is a rule of `refdecode.reference.engines.EngineRules` "
               "(`refdecode/reference/engines/rules.py`); its text, with the engine's source lines and 4.38.2's:", "",
               "```text", *_switch_text(), "```"]
-    lines += ["", "## Speed (GPT-2-124M-shaped, 8-token prompt, 64 new tokens, batch 1, median of 5)", ""]
-    if report["bench"]:
-        lines += ["| engine | version | greedy tok/s | beam-4 tok/s | note |", "|---|---|---|---|---|"]
-        for b in report["bench"]:
-            beam = "-" if b.get("beam4_tok_s") is None else b["beam4_tok_s"]
-            lines.append(f"| {b.get('engine')} | {b.get('version')} | {b.get('greedy_tok_s')} | {beam} | "
-                         f"{b.get('note', '')} |")
-        lines += ["", "Each engine single-threaded, its own bench script (`examples/engines/<engine>/bench.*`); "
-                  "refdecode: `generate` (its NumPy fast path) with OPENBLAS_NUM_THREADS=1. One run each, "
-                  "on a shared 2-core machine: read the ratios, not the third digit."]
-    else:
-        lines.append("Not measured in this run (`run_all.sh` measures it); each engine's FINDINGS.md gives the "
-                     "figures its helper measured.")
+    lines += speed_lines(report)
     lines += ["", "## Setup (one command per engine, from a fresh clone)", "", "```sh"]
     lines += [f"examples/engines/{e}/setup.sh" for e in ENGINES]
     lines += ["examples/engines/run_all.sh        # everything: setups, suite export, runs, diagnosis, this page",
@@ -372,37 +414,71 @@ def write_markdown(report: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def bench_rows(args: argparse.Namespace) -> list[dict]:
+    """The engines' bench lines (``--bench``), then refdecode's two rows (``--refdecode-bench``)."""
+    bench = []
+    if args.bench and args.bench.exists():
+        bench = [json.loads(line) for line in args.bench.read_text().splitlines() if line.strip().startswith("{")]
+    if args.refdecode_bench:
+        bench += refdecode_bench()
+    return bench
+
+
+def total_run_time(path: Path) -> str:
+    """The page's sentence for run_all.sh's whole run, from the file it writes at its end (seconds)."""
+    seconds = float(path.read_text().split()[0])
+    return (f"{seconds / 60:.1f} min (`run_all.sh` from start to end, timed by itself: setups, suite export, checks "
+            "and recordings, fresh cases, benches, this report)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", type=Path, default=None, help="JSON lines of the engines' bench scripts")
-    ap.add_argument("--refdecode-bench", action="store_true")
+    ap.add_argument("--refdecode-bench", action="store_true",
+                    help="time refdecode's generate, default and fast forward pass (two rows of the speed table)")
+    ap.add_argument("--beam-gap", type=Path, default=None,
+                    help="benchmarks/beam_gap.py --json output: the speed section's paragraph on beam-4")
     ap.add_argument("--no-attribute", action="store_true")
     ap.add_argument("--check-dir", type=Path, default=None,
                     help="run_all.sh's folder of check-<engine>.txt (check's verdict on each differing case)")
     ap.add_argument("--run-seconds", type=float, default=None,
                     help="how long run_all.sh took before this step (this step's own time is added)")
+    ap.add_argument("--run-time-file", type=Path, default=None,
+                    help="run_all.sh's whole run time in seconds, written at its end (replaces --run-seconds)")
     ap.add_argument("--provenance", default="The engines' answers are the committed responses.jsonl files.")
     ap.add_argument("--fresh", type=Path, action="append", default=[],
                     help="fresh_check.py --json output(s) of one seed, merged into the report's fresh-case section")
     ap.add_argument("--from-json", action="store_true",
-                    help="only write docs/engines.md again from report.json (after a FINDINGS.md edit)")
+                    help="write docs/engines.md again from report.json (after a FINDINGS.md edit or a change of a "
+                         "profile's switches); with --bench / --refdecode-bench / --beam-gap / --run-time-file, those "
+                         "parts are replaced first")
     args = ap.parse_args()
     if args.from_json:
-        (ROOT / "docs" / "engines.md").write_text(write_markdown(json.loads((HERE / "report.json").read_text())))
+        report = json.loads((HERE / "report.json").read_text())
+        if args.bench or args.refdecode_bench:
+            report["bench"] = bench_rows(args)
+        if args.beam_gap:
+            report["beam_gap"] = json.loads(args.beam_gap.read_text())
+        if args.run_time_file:
+            report["run_time"] = total_run_time(args.run_time_file)
+        for e in report["engines"]:  # the profiles' switches as the code names them now (they decide no answer)
+            e["switches"] = switches_of(PROFILES[e["engine"]])
+        (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
+        (ROOT / "docs" / "engines.md").write_text(write_markdown(report))
         return
     started = time.perf_counter()
     engines = [summarise(e, not args.no_attribute, args.check_dir) for e in ENGINES]
-    bench = []
-    if args.bench and args.bench.exists():
-        bench = [json.loads(line) for line in args.bench.read_text().splitlines() if line.strip().startswith("{")]
-    if args.refdecode_bench:
-        bench.append(refdecode_bench())
+    bench = bench_rows(args)
     own = time.perf_counter() - started  # this step's own time (attribution, refdecode's bench)
     run_time = (f"{(args.run_seconds + own) / 60:.1f} min (run_all.sh, on a fresh clone: setups, suite export, "
                 f"checks and recordings, benches, then this report's {own / 60:.1f} min)" if args.run_seconds
                 else "not measured (this page was written from the committed responses)")
+    if args.run_time_file:
+        run_time = total_run_time(args.run_time_file)
     report = {"date": datetime.date.today().isoformat(), "engines": engines, "bench": bench, "run_time": run_time,
               "provenance": args.provenance}
+    if args.beam_gap:
+        report["beam_gap"] = json.loads(args.beam_gap.read_text())
     missing = [str(p) for p in args.fresh if not p.exists()]
     if missing:  # fresh_check.py crashed before writing its results: say so, do not drop the page's section
         sys.exit(f"report.py: --fresh {', '.join(missing)} does not exist (did fresh_check.py fail? see fresh.txt)")

@@ -4,7 +4,9 @@
 # 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_sample +
 # gpt2_beam_search + gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`
 # (summary lines kept) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
-# 5) each bench script + refdecode's own, 6) report.py (diagnosis, reproduction, docs/engines.md, report.json).
+# 5) each bench script, and benchmarks/beam_gap.py (beam-4 against greedy, refdecode and onnxruntime-genai), 6) report.py
+# (diagnosis, reproduction, refdecode's speed with both forward passes, docs/engines.md, report.json), 7) the whole
+# run's time into the page.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -13,7 +15,7 @@ START=$(date +%s)
 WORK="${RUN_ALL_WORK:-$ROOT/examples/engines/.run}"   # git-ignored
 mkdir -p "$WORK"
 : > "$WORK/times.txt"
-ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub vllm)
+ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub mlx-lm openvino-genai vllm)
 
 # 1) refdecode
 [ -x .venv/bin/python ] || { python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]"; }
@@ -47,9 +49,14 @@ done
 # 4b) fresh cases (new every run, the seed in the page): every engine's answers against its profile
 FRESH_SEED=${FRESH_SEED:-$(date -u +%Y%m%d)}
 $PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh" \
-  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
+  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt,mlx-lm-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
   && fresh_status=0 || fresh_status=$?   # 1: mismatches (listed on the page); anything else: the check failed
 echo "fresh cases (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
+# the engines without beam search, n-gram or minimum length answer few of those: their own groups, same seed
+$PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh-nobeam" --groups plain_greedy,sample \
+  --engines mlx-lm,mlx-lm-per-prompt --json "$WORK/fresh-nobeam.json" > "$WORK/fresh-nobeam.txt" 2>&1 \
+  && fresh_status=0 || fresh_status=$?
+echo "fresh cases plain_greedy,sample (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh-nobeam.txt") mismatches" | tee -a "$WORK/times.txt"
 
 # 5) speed (alternating engines, one at a time)
 : > "$WORK/bench.jsonl"
@@ -61,7 +68,18 @@ for e in "${ENGINES[@]}"; do
   fi
 done
 
+# 5b) where beam-4's time goes, refdecode against onnxruntime-genai (one thread; the page's paragraph on beam-4)
+t0=$(date +%s)
+rm -f "$WORK/beam_gap.json"
+$PY benchmarks/beam_gap.py --rounds 3 --json "$WORK/beam_gap.json" > "$WORK/beam_gap.txt" 2>&1 || true
+echo "beam_gap: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
+GAP=(); [ -f "$WORK/beam_gap.json" ] && GAP=(--beam-gap "$WORK/beam_gap.json")
+
 # 6) the report
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench --fresh "$WORK/fresh.json" --run-seconds $(( $(date +%s) - START )) \
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh.json" --fresh "$WORK/fresh-nobeam.json" --run-seconds $(( $(date +%s) - START )) \
   --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
-echo "run_all.sh: $(( $(date +%s) - START )) s"
+
+# 7) the whole run's time, measured here at the end, into the page (report.json's run_time)
+echo "$(( $(date +%s) - START ))" > "$WORK/run_seconds.txt"
+$PY examples/engines/report.py --from-json --run-time-file "$WORK/run_seconds.txt"
+echo "run_all.sh: $(cat "$WORK/run_seconds.txt") s (in docs/engines.md, \"Full run time\")"

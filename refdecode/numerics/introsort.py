@@ -43,7 +43,7 @@ import functools
 import numpy as np
 
 __all__ = ["torch_cpu_sort_order", "torch_cpu_tie_order", "torch_cpu_reorder", "torch_order_at_cut", "sort_keys",
-           "std_sort_literal"]
+           "std_sort_literal", "std_partial_sort_literal", "std_push_heap", "std_pop_heap"]
 
 _THRESHOLD = 16  # libstdc++'s _S_threshold: ranges of at most this many entries are left to the insertion sort
 _SMALL = 96  # ranges of at most this many entries: the literal Python algorithm (faster than NumPy calls there)
@@ -79,6 +79,56 @@ def std_sort_literal(keys) -> list:
         _introsort_py(pairs, 0, n, 2 * (n.bit_length() - 1))
         _insertion_sort_py(pairs)
     return [i for _, i in pairs]
+
+
+def std_partial_sort_literal(keys, middle: int) -> list:
+    """libstdc++'s ``std::partial_sort(first, first + middle, last)`` on (key, index) pairs compared with ``<``:
+    the indices in the order the call leaves them, the first ``middle`` sorted, the rest as ``__heap_select``
+    left them (bits/stl_algo.h: ``__make_heap`` of the first ``middle``; each later entry smaller than the heap's
+    top is swapped in by ``__pop_heap``; then ``__sort_heap``).
+
+    >>> std_partial_sort_literal([5.0, 4.0, 3.0, 2.0, 1.0], 2)
+    [4, 3, 0, 1, 2]
+    """
+    a = [(float(k), i) for i, k in enumerate(keys)]
+    middle = min(int(middle), len(a))
+    for parent in range((middle - 2) // 2, -1, -1):
+        _adjust_heap_py(a, 0, parent, middle, a[parent])
+    for i in range(middle, len(a)):
+        if a[i][0] < a[0][0]:
+            value, a[i] = a[i], a[0]
+            _adjust_heap_py(a, 0, 0, middle, value)
+    _sort_heap_py(a, middle)
+    return [i for _, i in a]
+
+
+def std_push_heap(heap: list, item: tuple) -> None:
+    """``heap.push_back(item); std::push_heap(...)`` (``__push_heap``) on (key, ...) tuples compared by key with ``<``:
+    the heap's front is its largest key."""
+    heap.append(item)
+    hole = len(heap) - 1
+    parent = (hole - 1) // 2
+    while hole > 0 and heap[parent][0] < item[0]:
+        heap[hole] = heap[parent]
+        hole, parent = parent, (parent - 1) // 2
+    heap[hole] = item
+
+
+def std_pop_heap(heap: list) -> tuple:
+    """``std::pop_heap(...); heap.pop_back()``: removes and returns the front (the largest key)."""
+    value, top = heap[-1], heap[0]
+    heap[-1] = top
+    if len(heap) > 1:
+        _adjust_heap_py(heap, 0, 0, len(heap) - 1, value)
+    return heap.pop()
+
+
+def _sort_heap_py(a: list, last: int) -> None:
+    """``__sort_heap(first, first + last)`` on a heap already made."""
+    while last > 1:
+        last -= 1
+        value, a[last] = a[last], a[0]
+        _adjust_heap_py(a, 0, 0, last, value)
 
 
 def _median_to_first_py(a: list, first: int, x: int, y: int, z: int) -> None:

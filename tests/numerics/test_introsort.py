@@ -21,6 +21,9 @@ from hypothesis.extra import numpy as hnp
 from refdecode.numerics import torch_cpu
 from refdecode.processors.logits_warp import TopPLogitsWarper
 from refdecode.numerics.introsort import (
+    std_partial_sort_literal,
+    std_pop_heap,
+    std_push_heap,
     sort_keys,
     std_sort_literal,
     torch_cpu_reorder,
@@ -299,3 +302,23 @@ def test_beam_sample_candidates_sorted_as_torch(beams):
         order = std_sort_literal(sort_keys(drawn_scores, descending=True).tolist())
         np.testing.assert_array_equal(beam[b] * vocab + token[b], drawn[b, order])
         np.testing.assert_array_equal(scores[b], drawn_scores[order])
+
+
+def test_partial_sort_leaves_the_rest_as_heap_select_does():
+    """std::partial_sort(first, first + 2, last) on keys 5, 4, 3, 2, 1 (by hand, bits/stl_algo.h __heap_select):
+    heap {5, 4}; 3 evicts 5 to position 2; 2 evicts 4 to position 3; 1 evicts 3 to position 4; sorted: 1, 2."""
+    assert std_partial_sort_literal([5.0, 4.0, 3.0, 2.0, 1.0], 2) == [4, 3, 0, 1, 2]
+    # an equal key does not enter (``comp(*i, *first)`` is strict): 1 stays, 0 evicts the heap's 1
+    assert std_partial_sort_literal([1.0, 1.0, 0.0], 1) == [2, 1, 0]
+    # keys 1.0, 1.1, 1.5, 1.6 | 1.2, 1.3, 4, 5: 1.2 evicts 1.6, 1.3 evicts 1.5 (the rest unsorted: 1.6 before 1.5)
+    keys = [1.0, 1.1, 1.5, 1.6, 1.2, 1.3, 4.0, 5.0]
+    assert std_partial_sort_literal(keys, 4) == [0, 1, 4, 5, 3, 2, 6, 7]
+
+
+def test_push_pop_heap_keep_the_largest_key_on_top():
+    heap: list = []
+    for key, name in [(2.0, "a"), (5.0, "b"), (1.0, "c"), (5.0, "d")]:
+        std_push_heap(heap, (key, name))
+    # push_heap moves a new entry up only past STRICTLY smaller parents: "d" (5.0) stays below "b" (5.0)
+    assert heap[0] == (5.0, "b")
+    assert [std_pop_heap(heap)[1] for _ in range(4)] == ["b", "d", "a", "c"]

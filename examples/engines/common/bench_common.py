@@ -5,6 +5,7 @@ same JSON file."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -24,6 +25,14 @@ def default_model() -> Path:
     if not (path / "model.safetensors").exists():
         raise SystemExit(f"no {path}: make it with tools/engines/make_gpt2_124m_shaped.py")
     return path
+
+
+def bench_args(doc: str) -> argparse.Namespace:
+    """A bench's command line: ``--model DIR`` (default: the checkout's 124M-shaped checkpoint) and ``--runs N``."""
+    ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--runs", type=int, default=5)
+    return ap.parse_args()
 
 
 def tok_per_s(name: str, generate_once: Callable[[], None], runs: int = 5) -> float:

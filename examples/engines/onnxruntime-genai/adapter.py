@@ -37,6 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
 
+from adapter_common import decode_request, require_handled  # noqa: E402
 from protocol import Unsupported, serve  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "onnx-export"))
@@ -48,28 +49,11 @@ import onnxruntime_genai as og  # noqa: E402
 ENGINE = "onnxruntime-genai"
 VERSION = og.__version__
 
-# transformers 4.38.2's GenerationConfig defaults: any other value of a field not handled below is Unsupported.
-HF_DEFAULTS = {
-    "max_time": None, "penalty_alpha": None, "use_cache": True, "typical_p": 1.0, "epsilon_cutoff": 0.0,
-    "eta_cutoff": 0.0, "encoder_repetition_penalty": 1.0, "bad_words_ids": None, "force_words_ids": None,
-    "renormalize_logits": False, "constraints": None, "forced_bos_token_id": None, "forced_eos_token_id": None,
-    "remove_invalid_values": False, "exponential_decay_length_penalty": None, "suppress_tokens": None,
-    "begin_suppress_tokens": None, "forced_decoder_ids": None, "sequence_bias": None, "guidance_scale": None,
-    "low_memory": None, "encoder_no_repeat_ngram_size": 0, "decoder_start_token_id": None,
-    "prompt_lookup_num_tokens": None, "num_beam_groups": 1, "diversity_penalty": 0.0,
-    "output_attentions": False, "output_hidden_states": False, "output_scores": False, "output_logits": None,
-    "return_dict_in_generate": False, "num_assistant_tokens": 5, "num_assistant_tokens_schedule": "heuristic",
-    "cache_implementation": None, "generation_kwargs": {}, "_from_model_config": False, "bos_token_id": None,
-    "transformers_version": None,
-}
 HANDLED = {
     "max_length", "max_new_tokens", "min_length", "min_new_tokens", "early_stopping", "do_sample", "num_beams",
     "temperature", "top_k", "top_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
     "num_return_sequences", "pad_token_id", "eos_token_id",
 }
-# Decode types whose schema requires beam_indices (the engine cannot return them).
-NEEDS_BEAM_INDICES = {"gpt2_beam_search", "gpt2_group_beam_search", "gpt2_beam_sample", "beam_search",
-                      "beam_sample", "group_beam_search", "beam_search_ties", "constrained_beam_search"}
 
 
 def converted(model_dir: Path) -> Path:
@@ -103,13 +87,7 @@ def model_for(model_dir: Path, eos: list[int], pad: int) -> og.Model:
 
 
 def check_options(cfg: dict) -> None:
-    for name, value in cfg.items():
-        if name in HANDLED:
-            continue
-        if name not in HF_DEFAULTS:
-            raise Unsupported(f"no option for {name}")
-        if value != HF_DEFAULTS[name]:
-            raise Unsupported(f"no option for {name}={value!r}")
+    require_handled(cfg, HANDLED)
     if cfg.get("do_sample"):
         raise Unsupported("sampling: the engine draws from its own generator (random_seed); it cannot be given "
                           "the case's uniforms")
@@ -166,24 +144,9 @@ def generate(model_dir: Path, input_ids: list[list[int]], attention_mask: list[l
 
 
 def answer(request: dict) -> dict:
-    kind = request.get("type", "")
-    inp = request["input"]
-    if "config" not in inp or "model" not in inp:
-        raise Unsupported(f"{kind}: not a decode request")
-    if kind in NEEDS_BEAM_INDICES:
-        raise Unsupported(f"{kind} requires beam_indices, which the engine does not return")
-    model = inp["model"]
-    if model.get("kind", "gpt2") != "gpt2":
-        raise Unsupported(f"model kind {model.get('kind')!r}: only GPT-2 checkpoints are exported")
-    if "uniforms" in inp:
-        raise Unsupported("sampling: the engine cannot be given the case's uniforms")
-    cfg = inp["config"]
+    model_dir, input_ids, mask, cfg = decode_request(request)
     check_options(cfg)
-    model_dir = Path(model["path"])
-    if not model_dir.is_absolute():
-        model_dir = Path.cwd() / model_dir
-    mask = inp.get("attention_mask") or [[1] * len(r) for r in inp["input_ids"]]
-    return generate(model_dir.resolve(), inp["input_ids"], mask, cfg)
+    return generate(model_dir, input_ids, mask, cfg)
 
 
 if __name__ == "__main__":

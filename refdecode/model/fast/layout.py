@@ -3,8 +3,9 @@ r"""The weight layout of the fast forward pass: every 2-D weight stored column-m
 Contract: :func:`load_params_column_major` returns the same nested float32 parameters as
 :func:`refdecode.model.checkpoint.load_params` (same names, shapes and values), with ``wte``, an untied
 ``lm_head`` and the Conv1D weights ``c_attn``, ``c_proj``, ``c_fc`` laid out column-major: the same values,
-stored so that the LM head ``x @ wte.T`` streams one contiguous matrix and the few-row products of
-:func:`refdecode.model.fast.forward.linear` can take ``(W^T @ x^T)^T``, which OpenBLAS runs faster for 1-16 rows.
+stored so that the LM head ``x @ wte.T`` streams one contiguous matrix and the products of
+:func:`refdecode.model.fast.forward.linear` can take W^T's contiguous rows (a gemv for one row, blocks for 2-16).
+:func:`head_rows` adds a row-major copy of the LM head for the few-row steps, on first use.
 Only the fast forward pass asks for it (``GPT2.from_pretrained(path, forward="fast")``); the plain one
 reads the weights as stored.
 """
@@ -20,7 +21,7 @@ import numpy as np
 from ..checkpoint import TensorInfo, checked_tensors, nest, read_header, read_tensor, to_float32  # noqa: F401  (read_header: the doctest)
 from ..config import GPT2Config
 
-__all__ = ["load_params_column_major", "read_tensor_column_major", "transpose_into"]
+__all__ = ["load_params_column_major", "read_tensor_column_major", "transpose_into", "head_rows"]
 
 #: The tensors stored column-major: the LM head matrices and the Conv1D weights.
 MATRIX = re.compile(r"wte\.weight|lm_head\.weight|h\.\d+\.(attn|mlp)\.c_(attn|proj|fc)\.weight")
@@ -61,6 +62,32 @@ def read_tensor_column_major(path: str | Path, info: TensorInfo, rows_per_read: 
             f.seek(info.offset + 4 * start * E)
             transpose_into(out[:, start : start + n], np.fromfile(f, dtype=np.float32, count=n * E).reshape(n, E))
     return out.T  # (V, E), a view
+
+
+def head_rows(params: dict[str, Any]) -> np.ndarray:
+    """The LM head's matrix (V, E) stored row-major, for the products of a few rows; made on first use, then kept in
+    ``params["head_rows"]``.
+
+    Why a second copy: one row streams the column-major head fastest (``x @ wte.T``, one contiguous gemv), but a
+    few rows (beams, prompt lookup's verification) are multiplied in blocks of whole rows of W^T
+    (:func:`refdecode.model.fast.forward.few_rows_product`), which must be contiguous. Made only when a decode
+    first multiplies a few rows (greedy decoding never does): GPT-2 124M's ``wte``, 154 MB more, ~0.1 s once.
+    A model whose head is already row-major (memory-mapped weights) gets it as it is, without a copy.
+
+    >>> p = {"wte": np.asfortranarray(np.arange(6, dtype=np.float32).reshape(3, 2))}
+    >>> rows = head_rows(p)
+    >>> bool(rows.flags.c_contiguous and np.array_equal(rows, p["wte"]) and head_rows(p) is rows)
+    True
+    """
+    if "head_rows" not in params:
+        head = params.get("lm_head", params["wte"])  # (V, E)
+        if head.flags.c_contiguous:
+            params["head_rows"] = head
+        else:
+            rows = np.empty(head.shape, dtype=np.float32)
+            transpose_into(rows, np.asarray(head.T))  # (E, V) -> (V, E) row-major
+            params["head_rows"] = rows
+    return params["head_rows"]
 
 
 def transpose_into(out: np.ndarray, a: np.ndarray, tile: int = 64) -> None:

@@ -13,7 +13,15 @@ What is drawn, per case, over the options the engines take (``--groups``, in tur
   num_return_sequences 1..num_beams;
 * ``eos_heavy``: beam search with two or three eos ids, drawn among the model's likeliest first tokens, kept only
   when onnxruntime-genai's 2 * num_beams candidates hold more than num_beams eos at some step (its profile's
-  ``events``: the regime of ``engines/beam.py`` ``_walk``, FINDINGS G5), so every fresh run reaches it.
+  ``events``: the regime of ``engines/beam.py`` ``_walk``, FINDINGS G5), so every fresh run reaches it;
+
+and, named in ``--groups`` only (:data:`MORE_GROUPS`; the default draw stays the three above), for the engines
+without beam search, no-repeat n-gram or minimum length (llama.cpp, mlx-lm):
+
+* ``plain_greedy``: greedy with the repetition penalty and no other processor, up to 40 new tokens on the
+  shipped model (so a penalty's context runs past 20 tokens);
+* ``sample``: sampling (type ``gpt2_sample``, the case's uniforms one per row and step), temperature
+  {0.7, 1, 1.5}, top_k {0, 5, 50}, top_p {1, 0.95, 0.8}, num_return_sequences {1, 2}, the same processors;
 
 and for all: the model (the shipped ``models/tiny-shakespeare`` and the suite's tiny ``decode-a/b/c``), a batch of
 1-3 prompts left-padded with pad_token_id (new prompts: on the shipped model pieces of the engines cases' prompts
@@ -42,9 +50,11 @@ from .cases_engines import PROMPTS, SHIPPED
 from .compare import TOLERANCE
 from .registry import REGISTRY, Case
 
-__all__ = ["fresh_cases", "write_fresh", "add_parser", "main", "FRESH_GROUPS", "NEAR_TIE"]
+__all__ = ["fresh_cases", "write_fresh", "add_parser", "main", "FRESH_GROUPS", "MORE_GROUPS", "NEAR_TIE"]
 
 FRESH_GROUPS = ("greedy", "beam_search", "eos_heavy")
+MORE_GROUPS = ("plain_greedy", "sample")
+_TYPE = {"greedy": "engines_greedy", "plain_greedy": "engines_greedy", "sample": "gpt2_sample"}
 NEAR_TIE = TOLERANCE  # check's own: a margin at or below it is a near-tie
 TINY = ("decode-a", "decode-b", "decode-c")
 _POOL = sorted({t for ids in PROMPTS.values() for t in ids})   # tokens of the engines cases' prompts
@@ -88,7 +98,15 @@ def _settings(rng: np.random.Generator, group: str, eos: list[int], width: int, 
                          "min_length": int(rng.choice([0, 0, width + 3]))}
     if rng.random() < 0.2:
         s["pad_token_id"] = int(rng.integers(0, 50 if shipped else 40))   # a pad that is not an eos
-    if group != "greedy":
+    if group in MORE_GROUPS:
+        s.update(no_repeat_ngram_size=0, min_new_tokens=0, min_length=0,
+                 max_new_tokens=int(rng.integers(1, 41 if shipped else 11)),
+                 repetition_penalty=float(rng.choice([1.0, 1.3, 1.3, 0.8])))
+        if group == "sample":
+            s.update(do_sample=True, temperature=float(rng.choice([0.7, 1.0, 1.5])),
+                     top_k=int(rng.choice([0, 5, 50])), top_p=float(rng.choice([1.0, 0.95, 0.8])),
+                     num_return_sequences=int(rng.choice([1, 1, 2])))
+    elif group != "greedy":
         k = int(rng.integers(2, 6 if group == "beam_search" else 4))
         s.update(num_beams=k, length_penalty=float(rng.choice([-1.0, 0.0, 0.5, 1.0, 2.0])),
                  early_stopping=[True, False, "never"][int(rng.integers(3))],
@@ -133,6 +151,8 @@ def _draw(rng: np.random.Generator, group: str) -> dict:
         ids[mask == 0] = config["pad_token_id"]
         inp = {"model": {"kind": "gpt2", "path": str(path)}, "input_ids": ids, "attention_mask": mask,
                "config": config}
+        if config["do_sample"]:
+            inp["uniforms"] = rng.random(config["max_new_tokens"] * ids.shape[0] * config["num_return_sequences"])
         if group != "eos_heavy" or _reaches_short_walk(inp):
             return inp
     raise ValueError("no eos_heavy case reached onnxruntime-genai's short walk in 2000 draws; try another --seed")
@@ -142,11 +162,11 @@ def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS) -> di
     """``n`` cases drawn from ``seed``, the groups in turn: {"engines_greedy": [...], "engines_beam_search": [...]}."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"`n` must be an int >= 1, got {n!r}")
-    unknown = [g for g in groups if g not in FRESH_GROUPS]
+    unknown = [g for g in groups if g not in FRESH_GROUPS + MORE_GROUPS]
     if not groups or unknown:
-        raise ValueError(f"`groups` must be a non-empty selection of {FRESH_GROUPS}, got {list(groups)}")
+        raise ValueError(f"`groups` must be a non-empty selection of {FRESH_GROUPS + MORE_GROUPS}, got {list(groups)}")
     rng = np.random.default_rng(seed)
-    out: dict[str, list[Case]] = {"engines_greedy": [], "engines_beam_search": []}
+    out: dict[str, list[Case]] = {"engines_greedy": [], "engines_beam_search": [], "gpt2_sample": []}
     for i in range(n):
         group = groups[i % len(groups)]
         inp = _draw(rng, group)
@@ -156,12 +176,13 @@ def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS) -> di
                 f"prompt(s){', left-padded' if (inp['attention_mask'] == 0).any() else ''}, "
                 + ", ".join(f"{k}={c[k]}" for k in _NOTE_FIELDS if c[k] != _DEFAULTS.get(k))
                 + (f"; near-tie: margin {margin:.2g}" if margin <= NEAR_TIE else ""))
-        out["engines_greedy" if group == "greedy" else "engines_beam_search"].append(Case(note, inp))
+        out[_TYPE.get(group, "engines_beam_search")].append(Case(note, inp))
     return out
 
 
 _NOTE_FIELDS = ("max_new_tokens", "eos_token_id", "pad_token_id", "num_beams", "length_penalty", "early_stopping",
-                "num_return_sequences", "repetition_penalty", "no_repeat_ngram_size", "min_length", "min_new_tokens")
+                "num_return_sequences", "repetition_penalty", "no_repeat_ngram_size", "min_length", "min_new_tokens",
+                "temperature", "top_k", "top_p")
 _DEFAULTS = {**full_config(), "eos_token_id": None, "pad_token_id": None, "max_new_tokens": None}
 
 
@@ -183,7 +204,8 @@ def add_parser(sub: Any) -> None:
     fr.add_argument("--n", type=int, default=100, help="number of cases (default %(default)s)")
     fr.add_argument("--seed", type=int, required=True, help="the draw's seed (print it in a CI log)")
     fr.add_argument("--groups", default=",".join(FRESH_GROUPS),
-                    help=f"comma-separated, drawn in turn, of {', '.join(FRESH_GROUPS)} (default: all)")
+                    help=f"comma-separated, drawn in turn, of {', '.join(FRESH_GROUPS + MORE_GROUPS)} (default: "
+                         f"{', '.join(FRESH_GROUPS)})")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -9,7 +9,8 @@ refdecode to show that ``check`` catches each classic porting bug.
 
 ``--as ENGINE`` (``serve(profile=ENGINE)``) answers the greedy, sampling and beam decodes of GPT-2 checkpoints
 (``engines_*``, ``gpt2_greedy`` and ``gpt2_sample``, whose draws are the case's uniforms) as that engine does,
-with ``refdecode.reference.engines.decode_as`` under the engine's profile (docs/engines.md): ``check`` then passes
+with ``refdecode.reference.engines.decode_as`` under the engine's profile (docs/engines.md), with the outputs that
+engine returns (no ``sequences_scores`` where its profile's ``beam_scores`` is False): ``check`` then passes
 exactly the cases where the engine agrees with transformers 4.38.2 and fails the others as the engine does. Decode
 types the engines cannot answer (per-step ``beam_indices``, beam sample, group beam search) get ``{"id",
 "unsupported": reason}``, as the engines' adapters give; other request types are answered as without ``--as``.
@@ -90,14 +91,14 @@ def _parse(line: str) -> tuple[Any, dict]:
     return request_id, request
 
 
-#: Decode types an engine profile answers (sequences, and sequences_scores for beams).
+#: Decode types an engine profile answers (sequences, and sequences_scores for beams where the engine returns them).
 PROFILE_TYPES = ("engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search",
                  "gpt2_greedy", "gpt2_sample")
 
 
 def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
     """The response body of a decode request answered under ``profile``: output or unsupported."""
-    from ..engines import NextTokenLogits, decode_as
+    from ..engines import NextTokenLogits, decode_as, rules_for
 
     inp = case_type.inputs.decode(request["input"])
     if request["type"] not in PROFILE_TYPES:
@@ -106,8 +107,10 @@ def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
     # the model as the suite's other decodes load it (at most 8 kept); the logits memo lives for one request only:
     # kept across requests it would hold a (V,) row per prefix ever seen (gigabytes over a suite)
     logits = NextTokenLogits(model_for(inp["model"], inp["config"]))
-    return {"output": decode_as(profile, logits, inp["input_ids"], inp["attention_mask"], inp["config"],
-                                inp.get("uniforms"))}
+    output = decode_as(profile, logits, inp["input_ids"], inp["attention_mask"], inp["config"], inp.get("uniforms"))
+    if not rules_for(profile).beam_scores:  # only what the engine returns: check compares nothing it does not give
+        output.pop("sequences_scores", None)
+    return {"output": output}
 
 
 def answer(line: str, profile: str | None = None) -> str:

@@ -1,7 +1,7 @@
-r"""The beam loops that are not 4.38.2's bookkeeping: transformers 5.x, CTranslate2, keras-hub and vLLM.
+r"""The beam loops that are not 4.38.2's bookkeeping: transformers 5.x, CTranslate2, keras-hub, OpenVINO GenAI, vLLM.
 
-Contract: ``beam_5``, ``beam_ct2`` and ``beam_vllm`` take one prompt, ``beam_keras`` the whole batch; each returns, per prompt,
-[(new tokens, score)] best first (num_return_sequences of them). New tokens keep their eos; the candidates come
+Contract: ``beam_5``, ``beam_ct2``, ``beam_ov`` and ``beam_vllm`` take one prompt, ``beam_keras`` the whole batch;
+each returns, per prompt, [(new tokens, score)] best first (num_return_sequences of them). New tokens keep their eos; the candidates come
 from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' switches apply).
 
 * ``loop="5"`` (transformers 5.x ``_beam_search``, generation/utils.py :3375-3890; FINDINGS T4): a candidate
@@ -22,6 +22,20 @@ from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' s
   largest of (K*V,) become the beams; inside a longer row's prompt the token is forced but the value kept; no
   processors' eos handling, no length normalisation; stop when all beams hold an eos past their prompt; output:
   beams by log-prob, each cut after its first eos (duplicates kept).
+* ``loop="ov"`` (OpenVINO GenAI 2026.4 ``Sampler::GroupBeamSearcher``, src/cpp/src/sampling/sampler.cpp
+  ``select_next_tokens``, ``Group::finish``, ``Group::is_done``, ``finalize``; FINDINGS O1-O4): K beams, the first
+  at 0 and the others at -inf; each step every beam's float32 log_softmax (a sequential float sum, as
+  ``std::accumulate``), the no-repeat n-gram over the unpadded prompt + its tokens (``-inf``; only when that holds
+  more than one token), its own top 2K; the K * 2K candidates (beam order, each beam's best first) go through
+  ``std::partial_sort(.., 2K, ..)`` and are walked IN THE ORDER THAT CALL LEAVES THEM, all of them if need be: an
+  eos at rank < K finishes (float32 score / (generated incl. eos) ** lp, pushed on a ``std::push_heap`` min-heap,
+  the lowest popped past K), later eos are skipped, other tokens become the next beams until K; done (K finished
+  and) early_stopping True, or worst finished >= the best RUNNING beam of the previous step / (its generated
+  length) ** lp (max_new_tokens for "never" with lp > 0), float32; at max_new_tokens the running beams are
+  finished; the finished ones ranked by their sequence's sum of log-probs / length ** lp. No other processor
+  (the min length only where ``beam_min_new`` keeps 4.38.2's rule; GenAI has none in beam search, O4). With
+  num_beam_groups G, each group of K / G beams runs this in turn, its log-probs lowered by diversity_penalty once
+  per beam the earlier groups chose at this step; the finished ones of all groups are ranked together.
 * ``loop="vllm"`` (vLLM 0.32 ``LLM.beam_search``, entrypoints/generate/beam_search/offline.py :58-342, utils.py
   :137-163; FINDINGS V2): each running beam offers its own top 2K tokens (``logprobs=2 * beam_width``, the
   log_softmax of its logits); a candidate that is eos_token_id[0] (the tokenizer's one eos) joins the finished
@@ -33,13 +47,16 @@ from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' s
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
+from ...numerics.introsort import std_partial_sort_literal, std_pop_heap, std_push_heap
 from .beam import candidates
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt, log_softmax, softmax
 
-__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_vllm"]
+__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov", "beam_vllm"]
 
 
 def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
@@ -140,6 +157,87 @@ def beam_keras(logits: NextTokenLogits, prompts: list[Prompt],
             rows.append((new[:hit[0] + 1] if hit else new, float(beams[b][k][0])))
         out.append(rows)
     return out
+
+
+def _log_softmax_seq(x: np.ndarray) -> np.ndarray:
+    """float32 log_softmax of one row (V,) with the sum of exps accumulated in order (``std::accumulate``)."""
+    x = np.asarray(x, dtype=np.float32)
+    shifted = (x - x.max()).astype(np.float32)
+    log_sum = np.log(np.cumsum(np.exp(shifted), dtype=np.float32)[-1])
+    return (shifted - log_sum).astype(np.float32)
+
+
+def _over_length(score: np.float32, length: int, lp: np.float32) -> np.float32:
+    """float32 ``score / std::pow(float(length), lp)`` (0 ** lp: 0 or inf, so 0 / 0 is NaN, as in C++)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.float32(np.float32(score) / np.power(np.float32(length), lp))
+
+
+class _OvGroup:
+    """One group of GroupBeamSearcher: its running beams (beam score, the sequence's sum of log-probs, new tokens;
+    the first at 0, the others at -inf on the prompt), its min-heap of finished ones, whether it is done."""
+
+    def __init__(self, size: int, lp: np.float32):
+        self.size, self.lp, self.done = size, lp, False
+        self.beams = [(np.float32(0), np.float32(0), [])] + [(np.float32(-np.inf), np.float32(0), [])] * (size - 1)
+        self.heap: list[tuple] = []     # (-normalised score, insertion number, sum of log-probs, new tokens)
+
+    def finish(self, score: np.float32, total: np.float32, gen: list[int], count) -> None:   # Group::finish
+        std_push_heap(self.heap, (-float(_over_length(score, len(gen), self.lp)), next(count), total, gen))
+        if len(self.heap) > self.size:
+            std_pop_heap(self.heap)
+
+
+def beam_ov(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
+    """OpenVINO GenAI's GroupBeamSearcher for one prompt (see the module docstring); with num_beam_groups G, each
+    group of K / G beams in turn, its log-probs lowered by diversity_penalty once per beam the groups before it
+    chose at this step (sampler.cpp:367-372), before the n-gram ban."""
+    cfg = prompt.config
+    G = int(cfg.get("num_beam_groups") or 1)
+    K, es, div = int(cfg["num_beams"]) // G, cfg["early_stopping"], np.float32(cfg.get("diversity_penalty") or 0.0)
+    lp = np.float32(cfg["length_penalty"])
+    ninf = np.float32(-np.inf)
+    groups, count = [_OvGroup(K, lp) for _ in range(G)], itertools.count()
+    for step in range(prompt.max_new):
+        chosen: list[int] = []                               # this step's new tokens of the groups so far
+        for group in groups:
+            if group.done:
+                continue
+            cands = []
+            for b, (score, total, gen) in enumerate(group.beams):
+                row = _log_softmax_seq(logits(prompt.model_tokens(gen)))
+                for tok in chosen:
+                    row[tok] = np.float32(row[tok] - div)
+                row = prompt.ban_ngrams(row, gen, ninf, min_seen=2)
+                if len(gen) < prompt.min_gen:            # 0 under beam_min_new=False (GenAI's own rule, O4)
+                    row[prompt.eos] = ninf
+                for tok in np.argsort(-row, kind="stable")[:2 * K]:
+                    cands.append((np.float32(score + row[tok]), np.float32(total + row[tok]), int(tok), b))
+            children = []
+            for rank, i in enumerate(std_partial_sort_literal([-float(c[0]) for c in cands], 2 * K)):
+                score, total, tok, src = cands[i]
+                if tok in prompt.eos:
+                    if rank < K:
+                        group.finish(score, total, group.beams[src][2] + [tok], count)
+                    continue
+                children.append((score, total, group.beams[src][2] + [tok]))
+                if len(children) == K:
+                    break
+            if len(group.heap) >= K:     # Group::is_done, with the previous step's best running beam
+                length = prompt.max_new if (es == "never" and lp > 0) else step
+                group.done = es is True or -group.heap[0][0] >= _over_length(group.beams[0][0], length, lp)
+            group.done = group.done or not children
+            chosen += [gen[-1] for _, _, gen in children]    # kept for the next groups even if this one is done
+            if not group.done:
+                group.beams = children
+                if step == prompt.max_new - 1:               # finalize
+                    for score, total, gen in children:
+                        group.finish(score, total, gen, count)
+        if all(g.done for g in groups):
+            break
+    ranked = sorted((h for g in groups for h in g.heap), key=lambda h: (-float(_over_length(h[2], len(h[3]), lp)),
+                                                                         h[1]))
+    return [(h[3], float(_over_length(h[2], len(h[3]), lp))) for h in ranked[:int(cfg["num_return_sequences"])]]
 
 
 def beam_vllm(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:

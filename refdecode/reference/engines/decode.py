@@ -12,8 +12,9 @@ with the case's uniforms from the distribution the engine leaves (llama.cpp) or 
 
 Output layout, 4.38.2 (beam_search.py ``finalize`` :350-362): a finished hypothesis is written without its eos and
 then eos_token_id[0] where the row is shorter than max_length (``eos_out="first"``); the engines write the eos they
-generated (``eos_out="generated"``) or none (``"none"``, onnxruntime-genai). Greedy rows are written as generated
-(without the step on which the last row finished under ``drop_last_step``).
+generated (``eos_out="generated"``) or none (``"none"``, onnxruntime-genai). Greedy and sampled rows are written as
+generated (without the step on which the last row finished under ``drop_last_step``; without their final eos under
+``stop_eos_dropped``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from ...generation_rules import eos_list
 from .beam import beam_search
-from .beam_loops import beam_5, beam_ct2, beam_keras, beam_vllm
+from .beam_loops import beam_5, beam_ct2, beam_keras, beam_ov, beam_vllm
 from .greedy import greedy
 from .rules import EngineRules, rules_for
 from .sampling import sample
@@ -87,13 +88,12 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         found = beam_search(logits, prompts, rules, events)
     elif rules.loop == "keras":
         found = beam_keras(logits, prompts, rules)
-    elif rules.loop == "vllm":
-        found = [beam_vllm(logits, p, rules) for p in prompts]
     else:
-        one = beam_5 if rules.loop == "5" else beam_ct2
+        one = {"5": beam_5, "ct2": beam_ct2, "ov": beam_ov, "vllm": beam_vllm}[rules.loop]
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
-    out = {"sequences": _layout(rows, cfg, rules.eos_out if beams else "generated")}
+    layout = rules.eos_out if beams else ("none" if rules.stop_eos_dropped else "generated")
+    out = {"sequences": _layout(rows, cfg, layout)}
     if beams:
         out["sequences_scores"] = np.array([s for hyps in found for _, s in hyps], dtype=np.float32)
     return out

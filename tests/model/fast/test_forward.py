@@ -124,6 +124,46 @@ def test_fast_linear_equals_plain_linear(rows, order):
     np.testing.assert_allclose(got, linear(x, w, b), rtol=0, atol=2e-5)
 
 
+@pytest.mark.parametrize("rows", [2, 4, 11, fast.FEW_ROWS])
+def test_few_rows_product_in_blocks_under_openblas_small_matrix_bound(monkeypatch, rows):
+    """Every block is one OpenBLAS call with M * N * K under 100**3 (its small-matrix kernel, no packed copy), the
+    blocks cover W^T's rows once (a ragged last block included), and the product is x @ W^T.T to rounding."""
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 768), dtype=np.float32)
+    wt = rng.standard_normal((2304 + 37, 768), dtype=np.float32)
+    calls = []
+    matmul = np.matmul
+
+    def recording(a, b, out):
+        calls.append((a.shape, b.shape))
+        return matmul(a, b, out=out)
+
+    monkeypatch.setattr(fast.np, "matmul", recording)
+    got = fast.few_rows_product(x, wt)
+    monkeypatch.undo()
+    assert got.shape == (rows, wt.shape[0]) and got.dtype == np.float32
+    assert all(a[0] * b[1] * a[1] <= fast.SMALL_GEMM_MNK <= 100**3 for a, b in calls), calls
+    assert sum(a[0] for a, _ in calls) == wt.shape[0] and len(calls) > 1
+    assert rel_err(got, x @ wt.T) <= LOGITS_RTOL  # float32 rounding: another kernel groups the sums
+
+
+def test_few_row_logits_use_the_row_major_head_made_once_and_agree_with_plain(model64):
+    """Greedy (one row) never makes the row-major copy of the head; beams (4 rows) make it once and reuse it."""
+    params = {k: v for k, v in model64.params.items() if k != "head_rows"}  # without another test's copy
+    params["wte"] = np.asfortranarray(params["wte"])  # as load_params_column_major stores it
+    fast_model = GPT2(model64.config, params, forward="fast")
+    fast_model(np.array([[5]]))
+    assert "head_rows" not in params
+    ids = np.random.default_rng(4).integers(0, 97, size=(4, 1))
+    got = fast_model(ids).logits
+    rows = params["head_rows"]
+    assert rows.flags.c_contiguous and np.array_equal(rows, params["wte"])
+    fast_model(ids)
+    assert params["head_rows"] is rows
+    plain = GPT2(model64.config, model64.params, forward="plain")(ids).logits
+    assert got.dtype == np.float32 and rel_err(got, plain) <= LOGITS_RTOL
+
+
 # ----------------------------------------------------------------------------------------------------
 # (3) blocked attention and the whole forward pass: equal to float32 rounding
 # ----------------------------------------------------------------------------------------------------

@@ -106,3 +106,27 @@ def test_the_cli_writes_and_reports(tmp_path, capsys):
     assert cli.main(["fresh", str(tmp_path / "s"), "--n", "2", "--seed", "4", "--groups", "greedy"]) == 0
     assert "wrote 2 fresh cases (seed 4" in capsys.readouterr().err
     assert cli.main(["fresh", str(tmp_path / "t"), "--n", "0", "--seed", "4"]) == 2
+
+
+
+def test_the_groups_for_engines_without_beams_sample_and_penalise_only(tmp_path):
+    """plain_greedy / sample (named in --groups only): no n-gram, no minimum length; sampled cases carry one uniform
+    per row and step and are gpt2_sample cases; the 4.38.2 profile (decode_as, a separate reimplementation of the
+    loop) gives their expected sequences with those uniforms."""
+    groups = ("plain_greedy", "sample")
+    write_fresh(tmp_path, 4, 11, groups)
+    for case in _lines(tmp_path):
+        assert validate(case, case_schema(REGISTRY[case["type"]]), "case") == []
+    cases = fresh_cases(4, 11, groups)
+    assert len(cases["engines_greedy"]) == 2 and len(cases["gpt2_sample"]) == 2 and not cases["engines_beam_search"]
+    for name, found in cases.items():
+        for case in found:
+            inp, cfg = case.input, case.input["config"]
+            assert cfg["no_repeat_ngram_size"] == 0 and cfg["min_new_tokens"] == 0 and cfg["min_length"] == 0
+            assert cfg["do_sample"] == (name == "gpt2_sample")
+            if cfg["do_sample"]:
+                rows = inp["input_ids"].shape[0] * cfg["num_return_sequences"]
+                assert inp["uniforms"].shape == (cfg["max_new_tokens"] * rows,)
+            got = decode_as("transformers-4.38.2", model_for(inp["model"], cfg), inp["input_ids"],
+                            inp["attention_mask"], cfg, inp.get("uniforms"))["sequences"]
+            np.testing.assert_array_equal(got, decode(inp)[0]["sequences"], err_msg=case.note)

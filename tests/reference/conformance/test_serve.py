@@ -142,6 +142,21 @@ def test_serve_as_engine_gives_the_engines_answer_where_it_differs():
     assert plain["output"]["sequences"] == record["expected"]["sequences"]
 
 
+def test_serve_as_engine_answers_only_the_outputs_the_engine_returns():
+    """onnxruntime-genai returns no beam scores (its recorded beam answers have sequences only): `--as` answers the
+    same keys, so check does not compare scores the engine never gave; CTranslate2 returns them, and so does `--as`."""
+    from engine_records import recorded
+
+    for engine in ("onnxruntime-genai", "ctranslate2"):
+        record = next(r for r in recorded(engine) if r["type"] == "engines_beam_search")
+        got = json.loads(answer(_engine_request(record), engine))["output"]
+        assert set(got) == set(record["response"]["output"]), engine
+        assert got["sequences"] == record["response"]["output"]["sequences"], engine
+    genai = next(r for r in recorded("onnxruntime-genai") if r["type"] == "engines_beam_search")
+    assert "sequences_scores" not in json.loads(answer(_engine_request(genai), "onnxruntime-genai"))["output"]
+    assert "sequences_scores" in json.loads(answer(_engine_request(genai), "transformers-4.38.2"))["output"]
+
+
 def test_serve_as_engine_says_unsupported_for_beam_indices():
     from engine_records import recorded
 

@@ -1,4 +1,4 @@
-"""The 5.x, CTranslate2, keras-hub and vLLM beam loops reproduce those engines' recorded answers."""
+"""The 5.x, CTranslate2, keras-hub, OpenVINO GenAI and vLLM beam loops reproduce those engines' recorded answers."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from refdecode.model.stand_ins import TableModel
 from refdecode.reference.engines import PROFILES, EngineRules, decode_as
 
-from engine_records import decode_case, differing, recorded
+from engine_records import Stub, decode_case, differing, recorded
 
-LOOPS = ["transformers-5", "ctranslate2", "keras-hub", "vllm"]
+LOOPS = ["transformers-5", "ctranslate2", "keras-hub", "openvino-genai", "vllm"]
 
 
 @pytest.mark.parametrize("engine", LOOPS)
@@ -42,6 +42,56 @@ def test_ctranslate2_scores_count_the_prompt():
 def test_profile_reproduces_every_answer(engine):
     for r in recorded(engine):
         assert decode_case(engine, r)["sequences"].tolist() == r["response"]["output"]["sequences"], r["id"]
+
+
+# OpenVINO GenAI's GroupBeamSearcher (loop="ov"), on stub logits whose candidates are set by hand (V = 6; the
+# expected rows follow from sampler.cpp as read, FINDINGS O1 / O2, not from the code under test)
+#: step 0 from [5]: tokens 3 (A) and 4 (B) become the beams. Step 1 (eos 0, 1, 2): the candidates by score are
+#: A:0 (eos), A:3, B:1 (eos), B:2 (eos) | A:4, A:5, B:3, B:5. More than K = 2 eos among the top 2K = 4, so the walk
+#: goes on past them. 4.38.2 walks its (1 + 3) * 2 = 8 candidates in order: A:4 is the next beam. GenAI walks
+#: what std::partial_sort(.., 4, ..) left after the top 4: B:1 evicted A:5 to position 4, B:2 evicted A:4 to
+#: position 5, so A:5 comes first and is the next beam. Then token 4 (logit 0, the rest -30) to the end; with
+#: length_penalty 1 the two long beams (sum / 4) beat the eos hypothesis (sum / 2).
+LEFTOVER = Stub({(5,): {3: 0.0, 4: -0.5},
+                 (5, 3): {0: 0.0, 3: -0.1, 4: -0.5, 5: -0.6, 1: -10.0, 2: -10.0},
+                 (5, 4): {1: 0.0, 2: -0.1, 3: -1.5, 5: -1.6, 0: -10.0, 4: -10.0}})
+LEFTOVER_CFG = dict(max_new_tokens=4, eos_token_id=[0, 1, 2], pad_token_id=0, num_beams=2, length_penalty=1.0,
+                    early_stopping="never", num_return_sequences=2)
+
+
+def test_ov_walks_past_the_top_2k_in_partial_sort_order():
+    ov = decode_as("openvino-genai", LEFTOVER, np.array([[5]]), None, LEFTOVER_CFG)["sequences"].tolist()
+    hf = decode_as("transformers-4.38.2", LEFTOVER, np.array([[5]]), None, LEFTOVER_CFG)["sequences"].tolist()
+    assert ov == [[5, 3, 3, 4, 4], [5, 3, 5, 4, 4]]
+    assert hf == [[5, 3, 3, 4, 4], [5, 3, 4, 4, 4]]
+
+
+#: step 0 from [5]: eos 0 and 1 (log-probs -1.12, -1.22) become hypotheses, 2 (-1.62) and 3 (-1.72) the beams;
+#: then token 4 at log-prob ~0. 4.38.2 asks at step 1 whether the worst hypothesis (-1.22) >= the best candidate
+#: (-1.62) / 2: no, so it goes on, and at max_new_tokens 4 the beams (-0.40, -0.43) beat both hypotheses.
+#: GenAI asks whether -1.22 >= the best RUNNING beam of step 0 (-1.62) / its length 1: yes, it stops there.
+FINISH = Stub({(5,): {0: 0.0, 1: -0.1, 2: -0.5, 3: -0.6}})
+FINISH_CFG = dict(max_new_tokens=4, eos_token_id=[0, 1], pad_token_id=0, num_beams=2, length_penalty=1.0,
+                  early_stopping=False, num_return_sequences=2)
+
+
+def test_ov_heuristic_reads_the_previous_best_running_beam():
+    ov = decode_as("openvino-genai", FINISH, np.array([[5]]), None, FINISH_CFG)["sequences"].tolist()
+    hf = decode_as("transformers-4.38.2", FINISH, np.array([[5]]), None, FINISH_CFG)["sequences"].tolist()
+    assert ov == [[5, 0], [5, 1]]            # the eos it generated (eos_out="generated")
+    assert hf == [[5, 2, 4, 4, 4], [5, 3, 4, 4, 4]]
+
+
+def test_ov_groups_lower_the_tokens_earlier_groups_chose():
+    """num_beam_groups 2 of one beam each, one step: group 0 takes token 3 (the best); group 1 sees 3 lowered by the
+    diversity penalty (sampler.cpp:367-372) and takes 4 when the penalty is 10; without a penalty it takes 3 too."""
+    model = Stub({(5,): {3: 0.0, 4: -0.5}})
+    cfg = dict(max_new_tokens=1, eos_token_id=[0], pad_token_id=0, num_beams=2, num_beam_groups=2,
+               length_penalty=1.0, early_stopping=False, num_return_sequences=2)
+    diverse = decode_as("openvino-genai", model, np.array([[5]]), None, {**cfg, "diversity_penalty": 10.0})
+    assert diverse["sequences"].tolist() == [[5, 3], [5, 4]]
+    same = decode_as("openvino-genai", model, np.array([[5]]), None, {**cfg, "diversity_penalty": 0.0})
+    assert same["sequences"].tolist() == [[5, 3], [5, 3]]
 
 
 def test_vllm_loop_finishes_an_eos_outside_the_global_top_k():

@@ -9,7 +9,7 @@ from refdecode import generate
 from refdecode.model.stand_ins import TableModel
 from refdecode.reference.engines import PROFILES, EngineRules, decode_as
 
-from engine_records import decode_case, differing, recorded
+from engine_records import Stub, decode_case, differing, recorded
 
 # bigram table, V = 4: 1 -> 2 -> 0 (eos) -> 3 -> 3 ...; 3 -> 3
 TABLE = np.log(np.array([[.1, .1, .1, .7], [.1, .1, .7, .1], [.7, .1, .1, .1], [.1, .1, .1, .7]], dtype=np.float32))
@@ -40,7 +40,17 @@ def test_keras_lockstep_gives_a_short_prompt_more_tokens():
     assert out.tolist() == [[0, 3, 3, 3, 3], [3, 3, 3, 3, 0]]
 
 
-@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp"])
+def test_greedy_ngram_off_lets_greedy_repeat_a_bigram():
+    """OpenVINO GenAI O5: no n-gram ban outside beam search. Token 4 always leads (3 next): 4.38.2 bans the
+    repeated bigram (4, 4) at the third step and takes 3; GenAI takes 4 again."""
+    model = Stub({}, {4: 0.0, 3: -1.0})
+    cfg = {**CFG, "max_new_tokens": 3, "no_repeat_ngram_size": 2}
+    assert decode_as("transformers-4.38.2", model, np.array([[5]]), None, cfg)["sequences"].tolist() == [[5, 4, 4, 3]]
+    assert decode_as(EngineRules(greedy_ngram=False), model, np.array([[5]]), None, cfg)["sequences"].tolist() \
+        == [[5, 4, 4, 4]]
+
+
+@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "mlx-lm", "openvino-genai"])
 def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
     cases = [r for r in differing(engine) if int(r["config"].get("num_beams") or 1) == 1
              and not r["config"].get("do_sample")][:3]
@@ -49,9 +59,22 @@ def test_profile_reproduces_the_engines_differing_greedy_answers(engine):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "onnxruntime-genai"])
+@pytest.mark.parametrize("engine", ["transformers-js", "keras-hub", "llama-cpp", "onnxruntime-genai", "mlx-lm",
+                                    "openvino-genai"])
 def test_profile_reproduces_every_greedy_answer(engine):
     for r in recorded(engine):
         if int(r["config"].get("num_beams") or 1) == 1 and not r["config"].get("do_sample"):
             assert decode_case(PROFILES[engine], r)["sequences"].tolist() == r["response"]["output"]["sequences"], \
                 r["id"]
+
+
+def test_stop_eos_dropped_returns_the_row_without_its_eos():
+    """mlx-lm M2 (batch_generate): 1 -> 2 -> 0 (eos); row 1 runs 3, 3, 3, 3. 4.38.2 writes the eos and pads after
+    it; mlx-lm returns row 0 as [1, 2], right-padded with pad_token_id 5 (a pad that is not the eos)."""
+    model = TableModel(TABLE)
+    ids, mask = np.array([[1], [3]]), np.ones((2, 1), dtype=int)
+    cfg = {**CFG, "pad_token_id": 5}
+    hf = decode_as("transformers-4.38.2", model, ids, mask, cfg)["sequences"].tolist()
+    mlx = decode_as(EngineRules(stop_eos_dropped=True), model, ids, mask, cfg)["sequences"].tolist()
+    assert hf == [[1, 2, 0, 5, 5], [3, 3, 3, 3, 3]]
+    assert mlx == [[1, 2, 5, 5, 5], [3, 3, 3, 3, 3]]

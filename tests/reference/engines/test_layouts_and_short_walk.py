@@ -14,24 +14,7 @@ import pytest
 from refdecode.reference.engines import PROFILES, EngineRules, decode_as
 from refdecode.reference.engines.beam import NotSimulated
 
-V = 6
-LOW = -30.0
-
-
-class Stub:
-    """Next-token logits looked up by the whole prefix (a dict of prefix -> {token: logit}, the rest LOW)."""
-
-    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], default: dict[int, float] | None = None):
-        self.table, self.default = table, default or {4: 0.0}
-
-    def __call__(self, ids: np.ndarray):
-        row = np.full(V, LOW, dtype=np.float32)
-        for tok, value in self.table.get(tuple(int(t) for t in ids[0]), self.default).items():
-            row[tok] = value
-        out = type("Out", (), {})()
-        out.logits = row[None, None, :]
-        return out
-
+from engine_records import Stub
 
 #: prompt [5]; step 0 ranks 2, 3 (non-eos) above the eos ids 0, 1; at step 1 both beams rank the two eos ids on top,
 #: so the 2K = 4 candidates are all eos: no slot is filled, both keep step 0's (score, token, source beam 0)

@@ -14,7 +14,8 @@ def test_defaults_are_transformers_4382():
 
 def test_profiles_name_the_seven_engines_and_differ():
     assert set(PROFILES) == {"transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai",
-                             "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt", "vllm"}
+                             "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt", "mlx-lm",
+                             "mlx-lm-per-prompt", "openvino-genai", "vllm"}
     sets = [tuple(sorted(switches_of(r).items())) for r in PROFILES.values()]
     assert len(set(sets)) == len(sets), "two engines with the same switches"
 
@@ -32,6 +33,9 @@ def test_bad_choice_names_the_switch(field, value):
 def test_bad_flag_is_a_type_error():
     with pytest.raises(TypeError, match="`offset` must be a bool"):
         EngineRules(offset=1)
+    for bad in (-1, True, 2.0):
+        with pytest.raises(TypeError, match="`rp_window` must be an int >= 0"):
+            EngineRules(rp_window=bad)
 
 
 def test_rules_for():

@@ -9,7 +9,7 @@ import pytest
 import refdecode.reference.conformance  # noqa: F401  (registers the case types)
 from refdecode.reference.conformance.cases_decode import model_for
 from refdecode.reference.conformance.registry import REGISTRY
-from refdecode.reference.engines import NextTokenLogits, decode_as
+from refdecode.reference.engines import EngineRules, NextTokenLogits, decode_as
 from refdecode.reference.engines.sampling import llama_chain
 
 
@@ -87,3 +87,50 @@ def test_what_4382_refuses_is_refused_under_either_chain():
         with pytest.raises(ValueError, match="`temperature` has to be a strictly positive"):
             decode_as(profile, model, [[1, 2]], None, {"max_new_tokens": 2, "eos_token_id": 0, "do_sample": True,
                                                         "temperature": 0.0}, np.full(4, 0.5))
+
+
+def test_mlx_takes_top_p_before_the_temperature_and_top_k_after():
+    """p = [0.6, 0.3, 0.1], top_p 0.7, temperature 0.5. mlx-lm (M3): the mass above each token, untempered, is 0,
+    0.6, 0.9: tokens 0 and 1 are below 0.7 and kept, then times 1 / 0.5. transformers: the tempered probabilities
+    (p^2 normalised: 0.783, 0.196, 0.022) reach 0.7 at the first token: 1 kept."""
+    from refdecode.reference.engines.sampling import mlx_chain
+
+    logits = np.log(np.array([0.6, 0.3, 0.1], dtype=np.float32))
+    mlx = mlx_chain(logits, temperature=0.5, top_k=0, top_p=0.7, min_p=0.0)
+    assert mlx.dtype == np.float32
+    assert np.isfinite(mlx).tolist() == [True, True, False]
+    np.testing.assert_allclose(mlx[:2], (logits[:2] - np.log(np.float32(1.0))) * 2, rtol=1e-5, atol=1e-6)
+    assert np.isfinite(mlx_chain(logits, 0.5, 1, 0.7, 0.0)).tolist() == [True, False, False]   # then top-k 1
+    # min-p 0.4: log p < log 0.6 + log 0.4 (p < 0.24) goes: token 2
+    assert np.isfinite(mlx_chain(logits, 1.0, 0, 1.0, 0.4)).tolist() == [True, True, False]
+    from refdecode.generation_config import GenerationConfig
+    from refdecode.pipeline import logits_warpers
+    hf = logits_warpers(GenerationConfig(do_sample=True, temperature=0.5, top_k=0, top_p=0.7))(
+        np.array([[1]]), logits[None])[0]
+    assert np.isfinite(hf).sum() == 1
+
+
+def test_the_mlx_profile_draws_from_its_kept_set():
+    """The same row as a one-token decode: with the uniform 0.9 the mlx-lm profile draws token 1 (its tempered
+    probabilities over {0, 1}: 0.8, 0.2; 0.9 lies past 0.8), 4.38.2 token 0 (the only one kept)."""
+    from refdecode.model.stand_ins import TableModel
+
+    table = np.log(np.array([[0.6, 0.3, 0.1]] * 3, dtype=np.float32))
+    cfg = {"max_new_tokens": 1, "eos_token_id": [2], "pad_token_id": 2, "do_sample": True, "temperature": 0.5,
+           "top_k": 0, "top_p": 0.7}
+    ids, mask = np.array([[0]]), np.array([[1]])
+    mlx = decode_as(EngineRules(warpers="mlx"), TableModel(table), ids, mask, cfg, [0.9])["sequences"]
+    hf = decode_as("transformers-4.38.2", TableModel(table), ids, mask, cfg, [0.9])["sequences"]
+    assert mlx.tolist() == [[0, 1]] and hf.tolist() == [[0, 0]]
+
+
+def test_the_mlx_profile_gives_mlx_lms_sampled_rows():
+    """mlx-lm's recorded gpt2_sample answers (its own sampler chain, the draw taken with the case's uniforms): the
+    mlx-lm profile gives every row; 4.38.2's differ (M1 on gpt2_sample/0000, M3 on gpt2_sample/0004)."""
+    from engine_records import decode_case, recorded
+
+    sampled = [r for r in recorded("mlx-lm") if r["config"].get("do_sample")]
+    assert {r["id"] for r in sampled} == {"gpt2_sample/0000", "gpt2_sample/0004"}
+    for r in sampled:
+        assert decode_case("mlx-lm", r)["sequences"].tolist() == r["response"]["output"]["sequences"], r["id"]
+        assert decode_case("transformers-4.38.2", r)["sequences"].tolist() != r["response"]["output"]["sequences"]

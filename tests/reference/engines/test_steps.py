@@ -67,6 +67,23 @@ def test_min_length_5_lets_min_new_tokens_void_min_length():
     assert prompt(EngineRules(min_length="5"), min_length=9, min_new_tokens=0).min_gen == 0
 
 
+def test_beam_min_new_off_drops_the_minimum_in_beam_search_only():
+    """OpenVINO GenAI O4: its beam search runs no LogitProcessor (no eos mask); greedy keeps min_new_tokens."""
+    assert prompt(EngineRules(), min_new_tokens=3, num_beams=2).min_gen == 3
+    assert prompt(EngineRules(beam_min_new=False), min_new_tokens=3, num_beams=2).min_gen == 0
+    assert prompt(EngineRules(beam_min_new=False), min_new_tokens=3, num_beams=1).min_gen == 3
+
+
+def test_ban_ngrams_waits_for_min_seen():
+    """GenAI bans n-grams only once the context holds more than one token (sampler.cpp ``full_text.size() > 1``):
+    with n = 1 a one-token context bans nothing there, and everything it holds under 4.38.2's rule."""
+    p = prompt(EngineRules(ngram_ctx="unpadded"), row=(0, 3), mask=(0, 1), no_repeat_ngram_size=1)
+    x = np.zeros(5, dtype=np.float32)
+    assert p.ban_ngrams(x.copy(), [], np.float32(-1))[3] == -1
+    assert (p.ban_ngrams(x.copy(), [], np.float32(-1), min_seen=2) == 0).all()
+    assert p.ban_ngrams(x.copy(), [4], np.float32(-1), min_seen=2)[[3, 4]].tolist() == [-1, -1]
+
+
 def test_trailing_pad_is_padding_reads_the_first_step_early():
     p = Prompt([3, 4, 0], [1, 1, 1], dict(CFG), EngineRules(trailing_pad_is_padding=True), 1)
     assert p.model_tokens([]) == [3, 4] and p.model_tokens([7]) == [3, 4, 0, 7]   # batch 1: mask all ones later
@@ -87,3 +104,14 @@ def test_next_token_logits_memoises():
     assert first.dtype == np.float32 and first.argmax() == 2
     logits([1, 2])
     assert len(model.calls) == 1
+
+
+def test_rp_window_sees_only_the_last_tokens():
+    """mlx-lm M1: row (3, 4) + generated [5, 6], rp_window 2: only 5 and 6 are penalised (1.0 -> 0.5); 4.38.2's
+    whole row penalises 0 (pads), 3, 4, 5 and 6."""
+    x = np.ones(7, dtype=np.float32)
+    windowed = prompt(EngineRules(rp_ctx="unpadded", rp_window=2)).process(x, [5, 6], np.float32(-np.inf))
+    assert windowed.dtype == np.float32
+    assert windowed.tolist() == [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5]
+    assert prompt(EngineRules()).process(x, [5, 6], np.float32(-np.inf)).tolist() == [0.5, 1.0, 1.0, 0.5, 0.5,
+                                                                                         0.5, 0.5]
