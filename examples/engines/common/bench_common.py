@@ -46,3 +46,13 @@ def tok_per_s(name: str, generate_once: Callable[[], None], runs: int = 5) -> fl
             times.append(time.perf_counter() - t0)
     print(f"[bench] {name}: {', '.join(f'{t:.3f}' for t in times)} s", file=sys.stderr)
     return round(NEW / statistics.median(times), 2)
+
+
+def bench_args(doc: str):
+    """The options every bench takes: ``--model DIR`` (default: the 124M-shaped checkpoint) and ``--runs N``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--runs", type=int, default=5)
+    return ap.parse_args()

@@ -9,7 +9,6 @@ max_tokens=1 per step for the four beams, prefix caching on, as vLLM runs it).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -17,18 +16,13 @@ from importlib.metadata import version
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "common")]
 from adapter import engine, protocol_stdout  # noqa: E402  (sets vLLM's environment first)
-
-sys.path.insert(0, str(HERE.parent / "common"))
-from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402  (one prompt, length and checkpoint for all)
+from bench_common import NEW, PROMPT, bench_args, default_model, tok_per_s  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
+    args = bench_args(__doc__)
     out_stream = protocol_stdout()          # vLLM's log lines to stderr, the JSON line alone on stdout
     from vllm import SamplingParams, TokensPrompt
     from vllm.sampling_params import BeamSearchParams

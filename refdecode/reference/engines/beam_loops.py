@@ -1,8 +1,8 @@
 r"""The beam loops that are not 4.38.2's bookkeeping: transformers 5.x, CTranslate2, keras-hub, OpenVINO GenAI, vLLM.
 
 Contract: ``beam_5``, ``beam_ct2``, ``beam_ov`` and ``beam_vllm`` take one prompt, ``beam_keras`` the whole batch;
-each returns, per prompt, [(new tokens, score)] best first (num_return_sequences of them). New tokens keep their eos; the candidates come
-from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' switches apply).
+each returns, per prompt, [(new tokens, score)] best first (num_return_sequences of them). New tokens keep their
+eos; the candidates come from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' switches apply).
 
 * ``loop="5"`` (transformers 5.x ``_beam_search``, generation/utils.py :3375-3890; FINDINGS T4): a candidate
   "hits" when it is an eos or the row reaches max_length; the finished set takes the hits among the top K ranks,
