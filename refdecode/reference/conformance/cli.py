@@ -95,8 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--as", dest="as_engine", default=None, metavar="ENGINE",
                     help="answer greedy, sampling and beam decodes as ENGINE does (its profile in "
                          "refdecode.reference.engines: transformers-4.38.2, transformers-5, ctranslate2, "
-                         "onnxruntime-genai, transformers-js, llama-cpp, keras-hub, transformers-4.38.2-tf; "
-                         "docs/engines.md)")
+                         "onnxruntime-genai, transformers-js, llama-cpp, keras-hub, mlx-lm, openvino-genai, "
+                         "transformers-4.38.2-tf, vllm; docs/engines.md)")
     tr = sub.add_parser("trace", help="write refdecode's step trace of one decode case of DIR",
                         description="Run one decode case of the suite in DIR through refdecode with a step trace "
                                     "(docs/traces.md) and write it: compare it with your implementation's trace, or "

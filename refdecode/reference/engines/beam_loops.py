@@ -1,8 +1,8 @@
-r"""The beam loops that are not 4.38.2's bookkeeping: transformers 5.x, CTranslate2 and keras-hub.
+r"""The beam loops that are not 4.38.2's bookkeeping: transformers 5.x, CTranslate2, keras-hub, OpenVINO GenAI, vLLM.
 
-Contract: ``beam_5`` and ``beam_ct2`` take one prompt, ``beam_keras`` the whole batch; each returns, per prompt,
-[(new tokens, score)] best first (num_return_sequences of them). New tokens keep their eos; the candidates come
-from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' switches apply).
+Contract: ``beam_5``, ``beam_ct2``, ``beam_ov`` and ``beam_vllm`` take one prompt, ``beam_keras`` the whole batch;
+each returns, per prompt, [(new tokens, score)] best first (num_return_sequences of them). New tokens keep their
+eos; the candidates come from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' switches apply).
 
 * ``loop="5"`` (transformers 5.x ``_beam_search``, generation/utils.py :3375-3890; FINDINGS T4): a candidate
   "hits" when it is an eos or the row reaches max_length; the finished set takes the hits among the top K ranks,
@@ -47,6 +47,13 @@ from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' s
   every prompt is finished. Output per prompt: its finished slots (num_return_sequences best, unset ones as rows of
   pad_token_id, score -1e9) if any slot is finished, else its running beams with score / float32(steps) ** lp;
   every row as wide as the steps run (prompt width + steps), pad after its eos.
+* ``loop="vllm"`` (vLLM 0.32 ``LLM.beam_search``, entrypoints/generate/beam_search/offline.py :58-342, utils.py
+  :137-163; FINDINGS V2): each running beam offers its own top 2K tokens (``logprobs=2 * beam_width``, the
+  log_softmax of its logits); a candidate that is eos_token_id[0] (the tokenizer's one eos) joins the finished
+  list, whatever its rank, every other candidate the pool; the K best of the pool by cum_logprob / len ** lp run on,
+  len = the unpadded prompt + the new tokens; always max_new_tokens steps (no early stopping); at the end finished +
+  running, sorted by the same score with len not counting a final eos, the best K returned (Python's stable sort:
+  equal scores keep their order).
 """
 
 from __future__ import annotations
@@ -58,9 +65,9 @@ import numpy as np
 from ...numerics.introsort import std_partial_sort_literal, std_pop_heap, std_push_heap
 from .beam import candidates
 from .rules import EngineRules
-from .steps import NextTokenLogits, Prompt, softmax
+from .steps import NextTokenLogits, Prompt, log_softmax, softmax
 
-__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov", "beam_tf"]
+__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov", "beam_tf", "beam_vllm"]
 
 
 def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
@@ -292,3 +299,29 @@ def beam_tf(logits: NextTokenLogits, prompts: list[Prompt],
         else:
             out.append([(gen, float(score / _tf_pow(steps, lp))) for score, gen in run[:nrs]])
     return out, steps
+
+
+def beam_vllm(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
+    """vLLM's LLM.beam_search for one prompt (see the module docstring); scores are cum_logprob / len ** lp."""
+    cfg = prompt.config
+    K, lp, eos = int(cfg["num_beams"]), float(cfg["length_penalty"]), prompt.eos[0]
+
+    def key(item: tuple[float, list[int]]) -> float:          # utils.py get_beam_search_score
+        cum, gen = item
+        n = len(prompt.real) + len(gen) - (1 if gen and gen[-1] == eos else 0)
+        return cum / (max(n, 1) ** lp)
+
+    beams: list[tuple[float, list[int]]] = [(0.0, [])]         # (cum_logprob, new tokens), Python floats
+    finished: list[tuple[float, list[int]]] = []
+    for _ in range(prompt.max_new):
+        pool = []
+        for cum, gen in beams:
+            row = log_softmax(logits(prompt.model_tokens(gen)))  # float32 (V,)
+            for tok in np.argsort(-row, kind="stable")[:2 * K]:  # its own top 2K, best first
+                item = (cum + float(row[tok]), gen + [int(tok)])
+                (finished if tok == eos else pool).append(item)
+        beams = sorted(pool, key=key, reverse=True)[:K]
+        if not beams:
+            break
+    ranked = sorted(finished + beams, key=key, reverse=True)[:K]
+    return [(gen, key((cum, gen))) for cum, gen in ranked[:int(cfg["num_return_sequences"])]]

