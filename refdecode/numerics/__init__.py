@@ -5,8 +5,9 @@
 - ``torch_cpu.py``: torch 2.x's CPU ``softmax``, ``log_softmax`` and ``cumsum`` bit for bit (the lane
   order of its vector kernels), for the rules whose kept set the last bit decides;
 - ``torch_reduce.py``: torch's CPU ``sum`` over the last axis bit for bit (its cascade over 8 lanes), and
-  ``logsumexp`` and ``Categorical(logits=...).entropy()`` built on it (eta's entropy); torch's elementwise
-  ``exp`` / ``log`` / ``sqrt`` are MKL's here, stood in by correctly rounded values;
+  ``logsumexp`` and ``Categorical(logits=...).entropy()`` built on it (eta's entropy), and torch's elementwise
+  ``exp`` / ``log`` / ``sqrt`` (``vml_*``);
+- ``mkl_vml.py``: those three bit for bit, MKL's VML kernels (what torch's CPU build calls) written out;
 - ``sleef.py``: the SLEEF ``expf`` / ``logf`` those kernels call, and an exact float32 FMA;
 - ``introsort.py``: ``torch.sort``'s CPU order on ties (libstdc++'s introsort).
 

@@ -20,22 +20,18 @@ and several threads, torch splits the row across threads (``two_pass_reduction``
 ``log(sum(exp(x - m))) + m``. **entropy** (``torch/distributions/categorical.py``): ``logits = x - logsumexp(x)``,
 ``probs = softmax(logits)``, ``-(max(logits, float32 min) * probs).sum(-1)``.
 
-**The elementwise exp, log and sqrt are not torch's.** torch's unary ``exp``, ``log`` and ``sqrt`` kernels
-go through MKL's VML (``vsExp``, ``vsLn``, ``vsSqrt``; closed source) on torch's CPU build, which links MKL: their
-bits are neither SLEEF's, glibc's nor NumPy's. Measured on 3 million
-float32 inputs against torch 2.13.0, ``torch.exp`` equals the correctly rounded :math:`e^x` on 99.0% of them
-(at most 0.56 ulp off), ``torch.log`` agrees within 0.83 ulp and ``torch.sqrt`` equals the correctly rounded
-root on only 80% (at most 0.75 ulp off); the same value at any tensor size (0-d, 1 entry or millions), so it is
-one fixed function per op. :func:`vml_exp`, :func:`vml_log` and :func:`vml_sqrt` stand in with the correctly
-rounded values. So :func:`torch_sum` is exact, and :func:`torch_logsumexp` / :func:`categorical_entropy` are
-exact whenever MKL's ``exp`` and ``log`` round correctly on the row (tests/numerics/test_torch_reduce.py counts
-the rows). Docs: docs/last-bit.md.
+**The elementwise exp, log and sqrt** are torch's unary kernels, which on torch's CPU build call MKL's VML
+(``vmsExp``, ``vmsLn``, ``vmsSqrt``): their bits are neither SLEEF's, glibc's nor NumPy's (``torch.sqrt`` is not
+correctly rounded on about one float32 input in six). :func:`vml_exp`, :func:`vml_log` and :func:`vml_sqrt` give
+them bit for bit: ``mkl_vml.py`` writes out the kernels MKL runs on the reference CPU. So :func:`torch_sum`,
+:func:`torch_logsumexp` and :func:`categorical_entropy` are exact. Docs: docs/last-bit.md.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .mkl_vml import mkl_exp, mkl_log, mkl_sqrt
 from .torch_cpu import DEFAULT_CAPABILITY, torch_softmax
 
 __all__ = ["SUM_LANES", "torch_sum", "torch_nansum", "torch_logsumexp", "categorical_entropy",
@@ -55,26 +51,24 @@ _LEVELS = 4  # multi_row_sum's num_levels
 
 
 def vml_exp(x: np.ndarray) -> np.ndarray:
-    """``torch.exp`` of float32 (MKL's ``vsExp``) stood in by the correctly rounded :math:`e^x`: equal on 99%
-    of inputs, else one ulp apart. float32 (...) -> float32 (...).
+    """``torch.exp`` of float32 on the CPU (MKL's ``vmsExp``), bit for bit: :func:`~refdecode.numerics.mkl_vml.mkl_exp`.
+    float32 (...) -> float32 (...).
 
     >>> vml_exp(np.array([0.0, -1.0, -np.inf], dtype=np.float32))
     array([1.        , 0.36787945, 0.        ], dtype=float32)
     """
-    return np.exp(np.asarray(x, _F32).astype(np.float64)).astype(_F32)
+    return mkl_exp(x)
 
 
 def vml_log(x: np.ndarray) -> np.ndarray:
-    """``torch.log`` of float32 (MKL's ``vsLn``) stood in by the correctly rounded logarithm."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(np.asarray(x, _F32).astype(np.float64)).astype(_F32)
+    """``torch.log`` of float32 on the CPU (MKL's ``vmsLn``), bit for bit: :func:`~refdecode.numerics.mkl_vml.mkl_log`."""
+    return mkl_log(x)
 
 
 def vml_sqrt(x: np.ndarray) -> np.ndarray:
-    """``torch.sqrt`` of float32 (MKL's ``vsSqrt``, not correctly rounded: 20% of inputs land one ulp away)
-    stood in by the correctly rounded root."""
-    with np.errstate(invalid="ignore"):
-        return np.sqrt(np.asarray(x, _F32))
+    """``torch.sqrt`` of float32 on the CPU (MKL's ``vmsSqrt``, not correctly rounded: about 17% of inputs land one
+    ulp away), bit for bit: :func:`~refdecode.numerics.mkl_vml.mkl_sqrt`."""
+    return mkl_sqrt(x)
 
 
 # ----------------------------------------------------------------------------------------------

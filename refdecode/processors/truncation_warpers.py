@@ -67,9 +67,8 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
 
     transformers 4.38.2 ``TypicalLogitsWarper``, line for line. The float details come from the numerics
     wing (docs/last-bit.md): torch's log_softmax and softmax bit for bit, ``nansum``'s order of additions,
-    ``cumsum`` with a float64 accumulator, ``mass`` compared as float32, and torch's CPU order for the tie group
-    the ``min_tokens_to_keep`` cut splits. Not reproduced: ``torch.exp`` (MKL's ``vsExp`` on torch's CPU
-    build, closed source); the correctly rounded :math:`e^x`, which it equals on 99% of inputs, stands in.
+    ``cumsum`` with a float64 accumulator, ``mass`` compared as float32, ``torch.exp`` (MKL's ``vmsExp`` on
+    torch's CPU build), and torch's CPU order for the tie group the ``min_tokens_to_keep`` cut splits.
 
     >>> s = np.log(np.array([[0.5, 0.25, 0.15, 0.1]], dtype=np.float32))   # H = 1.21 nats
     >>> typical_warp(s, 0.5)              # d = [0.52, 0.18, 0.69, 1.09]: token 1, then 0 (mass 0.75)
@@ -125,10 +124,9 @@ def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("i
     clamped at the float32 minimum, so ``-inf`` tokens add 0; torch's sum order); ``epsilon`` is a float32
     constant.
 
-    transformers 4.38.2 ``EtaLogitsWarper``. Not reproduced: torch's elementwise ``exp`` and ``sqrt`` (MKL's
-    ``vsExp`` / ``vsSqrt``, closed source; ``vsSqrt`` is not correctly rounded on 20% of inputs); correctly
-    rounded values stand in, so on rows where :math:`\eta` lands exactly on a probability the kept set can
-    differ (15 of 480 textbook rows; docs/last-bit.md).
+    transformers 4.38.2 ``EtaLogitsWarper``; torch's elementwise ``exp`` and ``sqrt`` are MKL's ``vmsExp`` /
+    ``vmsSqrt``, bit for bit from the numerics wing (``sqrt`` is not correctly rounded on about one input in
+    six, which decides rows where :math:`\eta` lands exactly on a probability; docs/last-bit.md).
 
     >>> s = np.log(np.array([[0.6, 0.3, 0.06, 0.04]], dtype=np.float32))   # H = 0.98, eta = min(0.1, 0.12)
     >>> np.isfinite(eta_warp(s, 0.1))

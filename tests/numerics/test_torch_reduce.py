@@ -26,10 +26,6 @@ def bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, np.float32).view(np.uint32)
 
 
-def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.abs(a.astype(np.float64) - b.astype(np.float64)) / np.spacing(np.abs(b)).astype(np.float64)
-
-
 def test_golden_is_torch_2_13_on_avx512():
     assert META["torch"].startswith("2.13.0") and META["transformers"] == "4.38.2"
     assert META["cpu_capability"] == "AVX512" and "make_torch_reduce_golden.py" in META["regenerate"]
@@ -71,19 +67,18 @@ def test_sum_checks_its_input():
     np.testing.assert_array_equal(torch_sum(x), x.sum(-1))            # small integers: exact in any order
 
 
-def test_logsumexp_and_entropy_are_torch_where_mkl_rounds_correctly():
-    """Bit for bit on every golden row where torch's elementwise exp and log (MKL's VML) gave the correctly
-    rounded values; those are most rows, and on the others the entropy is at most a few ulps off."""
-    rows = exact = 0
+def test_logsumexp_and_entropy_are_torchs_on_every_row():
+    """Bit for bit on every golden row, also where torch's elementwise exp and log (MKL's VML) do not give the
+    correctly rounded values (``unary_rounded`` False): the wing computes MKL's bits (numerics/mkl_vml.py)."""
+    rows = not_rounded = 0
     for n in range(1, 41):
         x, flag = DATA[f"lse_rows_{n}"], DATA[f"unary_rounded_{n}"]
         lse, h = torch_logsumexp(x), categorical_entropy(x)
         assert lse.dtype == h.dtype == np.float32 and h.shape == (len(x),)
-        np.testing.assert_array_equal(bits(lse[flag]), bits(DATA[f"logsumexp_{n}"][flag]), err_msg=f"length {n}")
-        np.testing.assert_array_equal(bits(h[flag]), bits(DATA[f"entropy_{n}"][flag]), err_msg=f"length {n}")
-        assert (np.abs(h - DATA[f"entropy_{n}"]) <= 1e-5).all()
-        rows, exact = rows + len(x), exact + int(flag.sum())
-    assert exact >= 0.75 * rows, (exact, rows)
+        np.testing.assert_array_equal(bits(lse), bits(DATA[f"logsumexp_{n}"]), err_msg=f"length {n}")
+        np.testing.assert_array_equal(bits(h), bits(DATA[f"entropy_{n}"]), err_msg=f"length {n}")
+        rows, not_rounded = rows + len(x), not_rounded + int((~flag).sum())
+    assert 20 <= not_rounded <= 0.25 * rows, (not_rounded, rows)  # rows a correctly rounded exp / log would miss
 
 
 def test_entropy_is_not_the_log_softmax_one():
@@ -99,14 +94,13 @@ def test_entropy_is_not_the_log_softmax_one():
     assert misses >= 5
 
 
-def test_the_elementwise_stand_ins_against_torchs_mkl():
-    """torch.exp is MKL's vsExp: the correctly rounded value on 99% of inputs, never more than an ulp off;
-    torch.sqrt (vsSqrt) is correctly rounded on only about 80%: the stand-in cannot give its bits."""
-    x, want = DATA["exp_x"], DATA["exp"]
-    got = vml_exp(x)
-    assert got.dtype == np.float32
-    assert 0.98 <= np.mean(got == want) < 1.0 and ulps(got, want).max() <= 1.0
-    x, want = DATA["sqrt_x"], DATA["sqrt"]
-    got = vml_sqrt(x)
-    assert 0.7 <= np.mean(got == want) <= 0.9 and ulps(got, want).max() <= 1.0
+def test_the_elementwise_ops_are_torchs_mkl():
+    """torch.exp / torch.sqrt are MKL's vsExp / vsSqrt: the correctly rounded value on 99% / about 83% of these
+    inputs, not on all; vml_exp / vml_sqrt give torch's bits on every one."""
+    for name, ours, rounded, share in (("exp", vml_exp, np.exp, 0.98), ("sqrt", vml_sqrt, np.sqrt, 0.75)):
+        x, want = DATA[f"{name}_x"], DATA[name]
+        got = ours(x)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(bits(got), bits(want), err_msg=name)
+        assert share <= np.mean(rounded(x.astype(np.float64)).astype(np.float32) == want) < 0.995, name
     assert vml_log(np.array([1.0, 4.0], np.float32)).tolist() == [0.0, float(np.float32(1.3862943611198906))]  # ln 4

@@ -1,12 +1,11 @@
-"""torch's own ``sqrt(epsilon)`` and ``exp(-H)`` on the textbook eta rows: the two MKL values refdecode stands in for.
+"""torch's own ``sqrt(epsilon)`` and ``exp(-H)`` on the textbook eta rows: the two MKL values that decide eta's boundary rows.
 
 transformers 4.38.2's ``EtaLogitsWarper`` computes ``eta = min(epsilon, sqrt(epsilon) * exp(-entropy))`` with
-torch's elementwise ``sqrt`` and ``exp``, which on the CPU are MKL's ``vsSqrt`` / ``vsExp`` (closed source;
-``vsSqrt`` is not correctly rounded on about 20% of float32 inputs on this project's reference CPU).
-refdecode stands in correctly rounded values (refdecode/numerics/torch_reduce.py ``vml_sqrt`` / ``vml_exp``).
-This file records, for every eta row of tests/golden/textbook.npz (test and held-out sets), torch's value of
-both, so tests/reference/conformance/test_cases_textbook.py can show that these two scalars are the whole
-remaining difference: with them put in, refdecode keeps transformers' set on every eta row.
+torch's elementwise ``sqrt`` and ``exp``, which on the CPU are MKL's ``vmsSqrt`` / ``vmsExp`` (``vmsSqrt`` is not
+correctly rounded on about one float32 input in six on this project's reference CPU). refdecode computes both
+bit for bit (refdecode/numerics/mkl_vml.py, through torch_reduce.py's ``vml_sqrt`` / ``vml_exp``). This file
+records, for every eta row of tests/golden/textbook.npz (test and held-out sets), torch's value of both, so
+tests/reference/conformance/test_cases_textbook.py can check refdecode's on every row.
 
 Regenerate (needs tests/golden/textbook.npz first; torch 2.13.0 in the oracle venv)::
 
