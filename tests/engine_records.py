@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
-           "llama-cpp", "keras-hub")
+           "llama-cpp", "keras-hub", "transformers-4.38.2-flax")
 
 
 def model_dir(name: str) -> Path:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...generation_rules import eos_list
 from .beam import beam_search
-from .beam_loops import beam_5, beam_ct2, beam_keras
+from .beam_loops import beam_5, beam_ct2, beam_flax, beam_keras
 from .greedy import greedy
 from .rules import EngineRules, rules_for
 from .sampling import sample
@@ -87,20 +87,26 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         found = beam_search(logits, prompts, rules, events)
     elif rules.loop == "keras":
         found = beam_keras(logits, prompts, rules)
+    elif rules.loop == "flax":
+        found = beam_flax(logits, prompts, rules)
     else:
         one = beam_5 if rules.loop == "5" else beam_ct2
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
-    out = {"sequences": _layout(rows, cfg, rules.eos_out if beams else "generated")}
+    out = {"sequences": _layout(rows, cfg, rules.eos_out if beams else "generated", rules.full_width)}
     if beams:
         out["sequences_scores"] = np.array([s for hyps in found for _, s in hyps], dtype=np.float32)
     return out
 
 
-def _layout(rows: list[tuple[Prompt, list[int]]], cfg: dict, eos_out: str) -> np.ndarray:
+def _layout(rows: list[tuple[Prompt, list[int] | None]], cfg: dict, eos_out: str,
+            full_width: bool = False) -> np.ndarray:
     """int64 (B*R, T_out): padded prompt + new tokens (their final eos as ``eos_out`` says), right-padded with
-    pad_token_id."""
+    pad_token_id to the longest row, or to T + max_new_tokens (``full_width``, Flax FX1). New tokens ``None``: an
+    empty finished slot of Flax's beam search, a row of pad_token_id only (FX6)."""
     eos, pad = cfg["eos_token_id"], int(cfg["pad_token_id"])
+    empty = [g is None for _, g in rows]
+    rows = [(p, [] if g is None else g) for p, g in rows]
     if eos_out == "none":
         full = [p.row + (g[:-1] if g and g[-1] in eos else g) for p, g in rows]
         width = max(map(len, full))
@@ -112,4 +118,7 @@ def _layout(rows: list[tuple[Prompt, list[int]]], cfg: dict, eos_out: str) -> np
     else:
         full = [p.row + g for p, g in rows]
         width = max(map(len, full))
-    return np.array([r + [pad] * (width - len(r)) for r in full], dtype=np.int64)
+    if full_width:
+        width = rows[0][0].T + max(p.max_new for p, _ in rows)
+    return np.array([[pad] * width if e else r + [pad] * (width - len(r)) for r, e in zip(full, empty)],
+                    dtype=np.int64)

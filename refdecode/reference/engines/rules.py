@@ -109,6 +109,22 @@ class EngineRules:
       out b * 2K (onnxruntime-genai G4, beam_search_scorer.cpp:161); 4.38.2 the prompt's own best.
     * ``tie_earlier_wins``: among equal hypothesis scores the earlier-inserted ranks first (onnxruntime-genai
       G8, beam_search_scorer.cpp:33-36); 4.38.2 the later (``finalize`` pops the last of a stable sort).
+
+    transformers 4.38.2's Flax generate (``generation/flax_utils.py``, ``flax_logits_process.py``; FX1-FX8):
+
+    * ``missing_processors``: repetition_penalty, no_repeat_ngram_size and min_new_tokens are not applied (Flax
+      4.38.2 has no processor for them; ``_get_logits_processor`` flax_utils.py:491-539 builds min_length,
+      forced/suppressed tokens only, and the options are ignored without a warning; FX3).
+    * ``min_length_inclusive``: eos is masked while the row length (padded width + generated) is <= min_length,
+      one step longer than 4.38.2's < (``FlaxMinLengthLogitsProcessor``, flax_logits_process.py:264; FX4).
+    * ``full_width``: every output row is right-padded with pad_token_id to T + max_new_tokens (Flax's
+      fixed-shape ``sequences``, flax_utils.py:585, :815; FX1); 4.38.2 to the longest row.
+    * ``loop="flax"``: Flax's ``_beam_search`` (flax_utils.py:745-1019, FX5-FX7; ``beam_loops.beam_flax``): 2K
+      candidates; every eos among the 2K (not only ranks < K) is offered to a K-slot finished set, score / (generated
+      incl. eos) ** lp in float32, the slots' top K kept (empty slots: score -1e7, an all-pad row); the batch goes
+      on while any prompt's best RUNNING beam / L ** lp beats its worst slot (no prompt is frozen but under
+      early_stopping True); no finalize: a prompt with a finished slot returns its slots, one without returns its
+      running beams with their raw sums.
     """
 
     rp_ctx: str = "row"
@@ -135,11 +151,14 @@ class EngineRules:
     can_improve_length: bool = False
     can_improve_offset: bool = False
     tie_earlier_wins: bool = False
+    missing_processors: bool = False
+    min_length_inclusive: bool = False
+    full_width: bool = False
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
                    "warpers": ("4.38", "llama"),
-                   "loop": ("4.38", "5", "ct2", "keras"), "candidates": ("hf", "2k"),
+                   "loop": ("4.38", "5", "ct2", "keras", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -174,6 +193,9 @@ PROFILES: dict[str, EngineRules] = {
     "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
+    # FX1 .. FX7 (one eos id: Flax takes no list)
+    "transformers-4.38.2-flax": EngineRules(missing_processors=True, min_length_inclusive=True, full_width=True,
+                                            loop="flax", candidates="2k"),
 }
 
 

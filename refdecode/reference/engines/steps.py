@@ -76,10 +76,14 @@ class Prompt:
         self.penalty = np.float32(config.get("repetition_penalty") or 1.0)
         self.ngram = int(config.get("no_repeat_ngram_size") or 0)
         min_new = config.get("min_new_tokens")
+        if rules.missing_processors:          # Flax FX3: no repetition penalty, n-gram or min_new_tokens
+            self.penalty, self.ngram, min_new = np.float32(1.0), 0, None
         if rules.min_length == "5" and min_new is not None:
             self.min_gen = int(min_new)
         else:
-            self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T, 0)
+            # Flax FX4 masks eos while T + generated <= min_length (4.38.2: <)
+            inclusive = 1 if rules.min_length_inclusive else 0
+            self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T + inclusive, 0)
         if rules.lengths_from_unpadded:       # CTranslate2 C8: one max_length / min_length for the batch
             self.max_new += self.T - len(self.real)
             self.min_gen += self.T - len(self.real)

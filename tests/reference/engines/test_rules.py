@@ -14,7 +14,8 @@ def test_defaults_are_transformers_4382():
 
 def test_profiles_name_the_seven_engines_and_differ():
     assert set(PROFILES) == {"transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai",
-                             "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt"}
+                             "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt",
+                             "transformers-4.38.2-flax"}
     sets = [tuple(sorted(switches_of(r).items())) for r in PROFILES.values()]
     assert len(set(sets)) == len(sets), "two engines with the same switches"
 
