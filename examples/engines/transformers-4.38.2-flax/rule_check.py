@@ -11,6 +11,11 @@ of generation/utils.py), are applied to the SAME float32 logits (the PyTorch mod
 every step of every row of the case's expected answer (transformers 4.38.2's draw), and the two softmaxes
 compared: the tokens kept (finite) and the largest difference of a probability.
 
+Then refdecode's profile warpers (``warpers="flax"``, ``refdecode.reference.engines.sampling.flax_chain``, imported
+from this checkout) against Flax's own on the same rows, and on ``--synthetic N`` rows with many ties (logits
+rounded to a few values, random temperature / top_k / top_p): the warped scores must be equal, -inf where Flax's
+are.
+
 Two comparisons per case: ``warpers`` (temperature / top-k / top-p alone, the sampling rule) and ``all`` (the
 processors too: Flax has no repetition penalty, no-repeat n-gram, min_new_tokens, FX3, and its min_length is
 inclusive, FX4). A case with two eos ids is compared on the warpers only (Flax's min-length processor takes one
@@ -36,7 +41,12 @@ from transformers.generation.flax_logits_process import FlaxLogitsProcessorList 
 from transformers.generation.logits_process import LogitsProcessorList  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from convert import float32_folder  # noqa: E402
+from transformers.generation.flax_logits_process import (  # noqa: E402
+    FlaxTemperatureLogitsWarper, FlaxTopKLogitsWarper, FlaxTopPLogitsWarper)
+
+from refdecode.reference.engines.sampling import flax_chain  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 torch.set_num_threads(1)
@@ -71,7 +81,8 @@ def check(case: dict, root: Path) -> dict:
     reps = int(config.get("num_return_sequences") or 1)
     masks = [m for m in inp["attention_mask"] for _ in range(reps)]
     eos = config["eos_token_id"] if isinstance(config["eos_token_id"], list) else [config["eos_token_id"]]
-    found = {"warpers": [0, 0, 0.0], "all": [0, 0, 0.0]}        # steps, steps with another support, max |dp|
+    found = {"warpers": [0, 0, 0.0], "all": [0, 0, 0.0],         # steps, steps with another support, max |dp|
+             "refdecode": [0, 0, 0.0]}                              # steps, steps refdecode's chain differs, -
     for row, mask in zip(rows, masks):
         for t in range(width, len(row)):
             prefix = row[:t]
@@ -94,14 +105,82 @@ def check(case: dict, root: Path) -> dict:
                 rec[0] += 1
                 rec[1] += int(not np.array_equal(p > 0, f > 0))
                 rec[2] = max(rec[2], float(np.abs(p - f).max()))
+            c = {k: config.get(k) for k in ("temperature", "top_k", "top_p")}
+            same = same_as_refdecode(logits[0].numpy(), float(c["temperature"] if c["temperature"] is not None else 1.0),
+                                     int(c["top_k"] or 0), float(c["top_p"] if c["top_p"] is not None else 1.0))
+            found["refdecode"][0] += 1
+            found["refdecode"][1] += int(not same)
             if row[t] in eos:
                 break
     return found
 
 
+def flax_warpers(temperature: float, top_k: int, top_p: float) -> FlaxLogitsProcessorList:
+    """The list Flax's ``_get_logits_warper`` builds (flax_utils.py:482-487)."""
+    out = FlaxLogitsProcessorList()
+    if temperature != 1.0:
+        out.append(FlaxTemperatureLogitsWarper(temperature))
+    if top_k != 0:
+        out.append(FlaxTopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1))
+    if top_p < 1.0:
+        out.append(FlaxTopPLogitsWarper(top_p=top_p, min_tokens_to_keep=1))
+    return out
+
+
+def same_as_refdecode(row: np.ndarray, temperature: float, top_k: int, top_p: float) -> bool:
+    """Flax's warped row (1, V) equals refdecode's ``flax_chain``: the same -inf, the same values."""
+    flax = np.asarray(jax.device_get(flax_warpers(temperature, top_k, top_p)(
+        None, jnp.asarray(row[None], dtype=jnp.float32), 0)))[0]
+    ours = flax_chain(row.astype(np.float32), temperature, top_k, top_p)
+    return bool(np.array_equal(np.isinf(flax), np.isinf(ours)) and np.array_equal(flax[np.isfinite(flax)],
+                                                                                    ours[np.isfinite(ours)]))
+
+
+def torch_support(row: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """The tokens 4.38.2's PyTorch warpers keep (utils.py ``_get_logits_warper``: temperature, top-k, top-p)."""
+    from transformers.generation.logits_process import (TemperatureLogitsWarper, TopKLogitsWarper,
+                                                        TopPLogitsWarper)
+    scores = torch.from_numpy(row.astype(np.float32)[None])
+    if temperature != 1.0:
+        scores = TemperatureLogitsWarper(temperature)(None, scores)
+    if top_k != 0:
+        scores = TopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1)(None, scores)
+    if top_p < 1.0:
+        scores = TopPLogitsWarper(top_p=top_p, min_tokens_to_keep=1)(None, scores)
+    return np.isfinite(scores[0].numpy())
+
+
+def synthetic(n: int, seed: int = 0) -> tuple[int, int, int]:
+    """n rows with ties (logits rounded to steps of 0.5, V in {8, 50, 128}), random warpers: (rows, refdecode's
+    chain equal to Flax's, 4.38.2's kept set different from Flax's)."""
+    rng = np.random.default_rng(seed)
+    equal = other = 0
+    for _ in range(n):
+        row = np.round(rng.normal(0, 2, int(rng.choice([8, 50, 128]))) * 2) / 2
+        temperature = float(rng.choice([1.0, 0.7, 1.5]))
+        top_k = int(rng.choice([0, 1, 2, 5, 20]))
+        top_p = float(rng.choice([1.0, 0.5, 0.8, 0.95]))
+        equal += same_as_refdecode(row, temperature, top_k, top_p)
+        flax = np.isfinite(np.asarray(flax_warpers(temperature, top_k, top_p)(None, jnp.asarray(row[None], dtype=jnp.float32), 0))[0])
+        other += int(not np.array_equal(flax, torch_support(row, temperature, top_k, top_p)))
+    return n, equal, other
+
+
+def summary_line(kind: str, steps: int, differ: int, most: float) -> str:
+    if kind == "refdecode":
+        return f"refdecode's flax_chain: {steps} steps, differs from Flax's warpers at {differ}"
+    return f"{kind}: {steps} steps, support differs at {differ}, max |p_flax - p_torch| {most:.2e}"
+
+
 def main() -> int:
-    total = {"warpers": [0, 0, 0], "all": [0, 0, 0]}
-    for path in map(Path, sys.argv[1:]):
+    total = {"warpers": [0, 0, 0], "all": [0, 0, 0], "refdecode": [0, 0, 0]}
+    args = sys.argv[1:]
+    if args[:1] == ["--synthetic"]:
+        rows, equal, other = synthetic(int(args[1]))
+        print(f"synthetic: refdecode's flax_chain = Flax's warpers on {equal} of {rows} tie-heavy rows; "
+              f"4.38.2's warpers keep another set of tokens than Flax's on {other}")
+        args = args[2:]
+    for path in map(Path, args):
         root = path.resolve().parent.parent
         for line in path.read_text().splitlines():
             case = json.loads(line)
@@ -111,15 +190,13 @@ def main() -> int:
             cfg = case["input"]["config"]
             opts = {k: cfg[k] for k in ("temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram_size",
                                         "min_length", "min_new_tokens", "num_return_sequences", "eos_token_id")}
-            print(f"{case['id']}: " + "; ".join(
-                f"{k}: {s} steps, support differs at {d}, max |p_flax - p_torch| {m:.2e}"
-                for k, (s, d, m) in found.items() if s) + f"  ({opts})")
+            print(f"{case['id']}: " + "; ".join(summary_line(k, *v) for k, v in found.items() if v[0]) + f"  ({opts})")
             for k, (s, d, m) in found.items():
                 total[k][0] += s
                 total[k][1] += d
                 total[k][2] = max(total[k][2], m)
-    for k, (s, d, m) in total.items():
-        print(f"{k}: {s} steps, support differs at {d}, max |p_flax - p_torch| {m:.2e}")
+    for k, v in total.items():
+        print(summary_line(k, *v))
     return 0
 
 

@@ -125,6 +125,11 @@ class EngineRules:
       on while any prompt's best RUNNING beam / L ** lp beats its worst slot (no prompt is frozen but under
       early_stopping True); no finalize: a prompt with a finished slot returns its slots, one without returns its
       running beams with their raw sums.
+    * ``warpers="flax"`` (sampling): temperature, then top-k keeping exactly k (``lax.top_k``: ties by the lower
+      index), then top-p keeping a token while the float32 cumulative softmax of the tokens before it (descending)
+      is < top_p (``FlaxTopKLogitsWarper`` / ``FlaxTopPLogitsWarper``, flax_logits_process.py:139-191; FX8).
+    * ``sample_one_row``: sampling returns one row per prompt, num_return_sequences not applied (``_sample`` gets
+      the prompts as they are, flax_utils.py:430-443; FX8).
     """
 
     rp_ctx: str = "row"
@@ -154,10 +159,11 @@ class EngineRules:
     missing_processors: bool = False
     min_length_inclusive: bool = False
     full_width: bool = False
+    sample_one_row: bool = False
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5"),
-                   "warpers": ("4.38", "llama"),
+                   "warpers": ("4.38", "llama", "flax"),
                    "loop": ("4.38", "5", "ct2", "keras", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
@@ -195,7 +201,7 @@ PROFILES: dict[str, EngineRules] = {
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
     # FX1 .. FX7 (one eos id: Flax takes no list)
     "transformers-4.38.2-flax": EngineRules(missing_processors=True, min_length_inclusive=True, full_width=True,
-                                            loop="flax", candidates="2k"),
+                                            loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
 }
 
 

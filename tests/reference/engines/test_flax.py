@@ -121,3 +121,35 @@ def test_the_flax_profile_and_its_checks():
         replace(FLAX, full_width="yes")
     with pytest.raises(ValueError, match="loop"):
         EngineRules(loop="jax")
+
+
+# ---- sampling: warpers="flax", sample_one_row (FX8)
+
+def test_flax_top_k_keeps_exactly_k_and_top_p_breaks_ties_by_index():
+    """FlaxTopKLogitsWarper keeps k tokens by lax.top_k (ties: the lower index), 4.38.2 every token tied with the
+    k-th; FlaxTopPLogitsWarper walks the tokens in descending order, ties by the lower index: of two tied tokens
+    with probability 0.42 each and top_p 0.4 it keeps the first only (4.38.2's ascending sort keeps the other)."""
+    from refdecode.reference.engines.sampling import flax_chain
+
+    kept = np.isfinite(flax_chain(np.array([2.0, 2.0, 1.0, 0.0], dtype=np.float32), 1.0, 1, 1.0))
+    assert kept.tolist() == [True, False, False, False]
+    kept = np.isfinite(flax_chain(np.array([1.0, 1.0, 0.0], dtype=np.float32), 1.0, 0, 0.4))
+    assert kept.tolist() == [True, False, False]
+    from refdecode.generation_config import GenerationConfig
+    from refdecode.pipeline import logits_warpers
+
+    control = logits_warpers(GenerationConfig(do_sample=True, top_k=0, top_p=0.4))
+    assert np.isfinite(control(np.array([[3]]), np.array([[1.0, 1.0, 0.0]], dtype=np.float32)))[0].tolist() == \
+        [False, True, False]
+    tempered = flax_chain(np.array([1.0, -1.0], dtype=np.float32), 0.5, 0, 1.0)
+    assert tempered.tolist() == [2.0, -2.0] and tempered.dtype == np.float32
+
+
+def test_sampling_gives_one_row_per_prompt():
+    """FX8: Flax's _sample ignores num_return_sequences: one row per prompt (4.38.2: num_return_sequences)."""
+    cfg = dict(max_new_tokens=2, eos_token_id=[0], pad_token_id=1, do_sample=True, num_return_sequences=2,
+               top_k=0)
+    uniforms = np.full(8, 0.99)
+    control = decode_as(EngineRules(), EOS_LATE, np.array([[5]]), None, cfg, uniforms)["sequences"]
+    flax = decode_as(FLAX, EOS_LATE, np.array([[5]]), None, cfg, uniforms)["sequences"]
+    assert control.shape[0] == 2 and flax.shape == (1, 3)
