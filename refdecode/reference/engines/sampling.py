@@ -67,14 +67,18 @@ def flax_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float)
     if temperature != 1.0:
         row = (row / np.float32(temperature)).astype(np.float32)
     if 0 < top_k < row.size:
-        drop = np.argsort(-row, kind="stable")[top_k:]       # lax.top_k: ties by the lower index
-        row[drop] = -np.inf
+        row[_flax_order(row)[top_k:]] = -np.inf
     if top_p < 1.0:
-        order = np.argsort(-row, kind="stable")
+        order = _flax_order(row)
         cum = np.cumsum(softmax(row[order][None])[0], dtype=np.float32)
         keep = np.concatenate([[True], cum[:-1] < np.float32(top_p)])   # rolled by one, the first always kept
         row[order[~keep]] = -np.inf
     return row
+
+
+def _flax_order(row: np.ndarray) -> np.ndarray:
+    """``lax.top_k``'s order: descending in XLA's total order (+0.0 above -0.0), equal values by the lower index."""
+    return np.lexsort((np.arange(row.size), np.signbit(row), -row))
 
 
 def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, config: dict,
