@@ -16,6 +16,8 @@ import pytest
 from refdecode.reference.engines import PROFILES, EngineRules, decode_as
 from refdecode.reference.engines.beam_loops import FLAX_NEG
 
+from engine_records import decode_case, differing, recorded
+
 FLAX = PROFILES["transformers-4.38.2-flax"]
 V = 6
 FLOOR = -40.0   # every token the table does not name
@@ -153,3 +155,27 @@ def test_sampling_gives_one_row_per_prompt():
     control = decode_as(EngineRules(), EOS_LATE, np.array([[5]]), None, cfg, uniforms)["sequences"]
     flax = decode_as(FLAX, EOS_LATE, np.array([[5]]), None, cfg, uniforms)["sequences"]
     assert control.shape[0] == 2 and flax.shape == (1, 3)
+
+
+# ---- the engine's own answers (examples/engines/transformers-4.38.2-flax/responses.jsonl, recorded from Flax)
+
+def test_profile_reproduces_recorded_flax_answers():
+    """Flax's answers that differ from 4.38.2's, greedy and beam, token for token; beam scores within float32 noise
+    (XLA's kernels against NumPy's, sums of up to 24 steps)."""
+    cases = differing("transformers-4.38.2-flax")
+    beams = [r for r in cases if int(r["config"].get("num_beams") or 1) > 1][:4]
+    greedy = [r for r in cases if int(r["config"].get("num_beams") or 1) == 1][:3]
+    assert len(beams) == 4 and len(greedy) == 3
+    for r in beams + greedy:
+        out = decode_case(FLAX, r)
+        assert out["sequences"].tolist() == r["response"]["output"]["sequences"], r["id"]
+        if "sequences_scores" in r["response"]["output"]:
+            np.testing.assert_allclose(out["sequences_scores"], r["response"]["output"]["sequences_scores"],
+                                       rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.heavy  # every recorded answer, tiny-shakespeare beams included: `pytest --heavy` (CI)
+def test_profile_reproduces_every_recorded_flax_answer():
+    for r in recorded("transformers-4.38.2-flax"):
+        assert decode_case(FLAX, r)["sequences"].tolist() == r["response"]["output"]["sequences"], r["id"]
