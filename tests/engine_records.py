@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = ("transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
            "llama-cpp", "keras-hub", "mlx-lm", "openvino-genai",
-           "transformers-4.38.2-tf", "vllm")
+           "transformers-4.38.2-tf", "vllm",
+           "transformers-4.38.2-flax")
 
 
 def model_dir(name: str) -> Path:

@@ -40,7 +40,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
            "llama-cpp", "keras-hub", "mlx-lm", "openvino-genai",
-           "transformers-4.38.2-tf", "vllm"]
+           "transformers-4.38.2-tf", "vllm",
+           "transformers-4.38.2-flax"]
 GROUPS = ["engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search", "gpt2_greedy",
           "gpt2_sample", "gpt2_beam_search"]
 _LOGITS: dict[str, NextTokenLogits] = {}

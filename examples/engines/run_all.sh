@@ -16,7 +16,8 @@ WORK="${RUN_ALL_WORK:-$ROOT/examples/engines/.run}"   # git-ignored
 mkdir -p "$WORK"
 : > "$WORK/times.txt"
 ENGINES=(transformers-4.38.2 transformers-5 ctranslate2 onnxruntime-genai transformers-js llama-cpp keras-hub mlx-lm openvino-genai
-         transformers-4.38.2-tf vllm)
+         transformers-4.38.2-tf vllm
+         transformers-4.38.2-flax)
 
 # 1) refdecode
 [ -x .venv/bin/python ] || { python3 -m venv .venv && .venv/bin/pip install -q -e ".[test]"; }

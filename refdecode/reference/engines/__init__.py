@@ -8,7 +8,7 @@ ENGINE``). The evidence (each engine's recorded answers, and the engine's source
 
 Modules: ``rules.py`` (the switches and profiles), ``steps.py`` (logits of real tokens, the processors' view),
 ``greedy.py``, ``sampling.py`` (with the case's uniforms), ``beam.py`` (4.38.2's BeamSearchScorer, switchable),
-``beam_loops.py`` (5.x, CTranslate2, keras-hub, OpenVINO GenAI, TF 4.38.2, vLLM), ``decode.py`` (``decode_as`` and the output layout).
+``beam_loops.py`` (5.x, CTranslate2, keras-hub, OpenVINO GenAI, TF and Flax 4.38.2, vLLM), ``decode.py`` (``decode_as`` and the output layout).
 """
 
 from .decode import decode_as

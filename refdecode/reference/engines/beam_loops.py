@@ -1,8 +1,10 @@
-r"""The beam loops that are not 4.38.2's bookkeeping: transformers 5.x, CTranslate2, keras-hub, OpenVINO GenAI, vLLM.
+r"""The beam loops that are not 4.38.2's bookkeeping: transformers 5.x, CTranslate2, keras-hub, OpenVINO GenAI, vLLM,
+and transformers 4.38.2's TensorFlow and Flax.
 
-Contract: ``beam_5``, ``beam_ct2``, ``beam_ov`` and ``beam_vllm`` take one prompt, ``beam_keras`` the whole batch;
-each returns, per prompt, [(new tokens, score)] best first (num_return_sequences of them). New tokens keep their
-eos; the candidates come from ``beam.candidates`` (so ``candidates``, ``first_eos`` and the processors' switches apply).
+Contract: ``beam_5``, ``beam_ct2``, ``beam_ov`` and ``beam_vllm`` take one prompt, ``beam_keras``, ``beam_tf`` and
+``beam_flax`` the whole batch; each returns, per prompt, [(new tokens, score)] best first (num_return_sequences of
+them). New tokens keep their eos; the candidates come from ``beam.candidates`` (so ``candidates``, ``first_eos`` and
+the processors' switches apply).
 
 * ``loop="5"`` (transformers 5.x ``_beam_search``, generation/utils.py :3375-3890; FINDINGS T4): a candidate
   "hits" when it is an eos or the row reaches max_length; the finished set takes the hits among the top K ranks,
@@ -54,6 +56,17 @@ eos; the candidates come from ``beam.candidates`` (so ``candidates``, ``first_eo
   len = the unpadded prompt + the new tokens; always max_new_tokens steps (no early stopping); at the end finished +
   running, sorted by the same score with len not counting a final eos, the best K returned (Python's stable sort:
   equal scores keep their order).
+* ``loop="flax"`` (transformers 4.38.2 ``FlaxGenerationMixin._beam_search``, generation/flax_utils.py :745-1019;
+  FINDINGS FX5-FX7): K running beams and K finished slots per prompt, the slots filled with score -1e7 and a row
+  of pad_token_id (:815, :824). Each step: the top 2K candidates (:932-933); the running beams are the top K of
+  the candidates with every eos pushed down by -1e7 (:947-955); EVERY candidate is offered to the slots with score
+  / (generated incl. the new token) ** lp in float32, a non-eos one (or any, once the prompt's K slots are finished
+  under early_stopping True) pushed down by -1e7, and the slots keep the top K of their K + 2K (ties: the lower
+  index, the slots first; :962-979). The batch goes on while some prompt's best running beam / L ** lp beats the
+  worst score of its slots, where an unfinished slot counts -1e7 (L the generated length, or max_new_tokens for
+  "never" with lp > 0), and not every slot of the batch is finished under early_stopping True (:853-881): no
+  prompt is frozen. No finalize: a prompt with a finished slot returns its first num_return_sequences slots
+  (empty ones an all-pad row, score -1e7), one without returns its running beams with their raw sums (:1011-1017).
 """
 
 from __future__ import annotations
@@ -67,7 +80,10 @@ from .beam import candidates
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt, log_softmax, softmax
 
-__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov", "beam_tf", "beam_vllm"]
+__all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov", "beam_tf", "beam_vllm", "beam_flax", "FLAX_NEG"]
+
+#: Flax's score for an empty finished slot and its push-down of a candidate (flax_utils.py :823-824, :948, :967)
+FLAX_NEG = np.float32(-1.0e7)
 
 
 def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
@@ -325,3 +341,52 @@ def beam_vllm(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> li
             break
     ranked = sorted(finished + beams, key=key, reverse=True)[:K]
     return [(gen, key((cum, gen))) for cum, gen in ranked[:int(cfg["num_return_sequences"])]]
+def beam_flax(logits: NextTokenLogits, prompts: list[Prompt],
+              rules: EngineRules) -> list[list[tuple[list[int] | None, float]]]:
+    """transformers 4.38.2's Flax beam search over the batch (see the module docstring); new tokens ``None``: an
+    empty slot (written as a row of pad_token_id)."""
+    cfg = prompts[0].config
+    K, lp, es = int(cfg["num_beams"]), float(cfg["length_penalty"]), cfg["early_stopping"]
+    max_new, nrs = prompts[0].max_new, int(cfg["num_return_sequences"])
+    running = [[(np.float32(0), [])] for _ in prompts]         # (sum of log-probs, new tokens), best first
+    slots: list[list[tuple[np.float32, list[int] | None, bool]]] = [[(FLAX_NEG, None, False)] * K for _ in prompts]
+    for step in range(max_new):
+        if step > 0 and not _flax_goes_on(running, slots, step, max_new, lp, es):
+            break
+        denom = np.float32(step + 1) ** np.float32(lp)       # (cur_len + 1 - prompt_len) ** lp, float32
+        for b, prompt in enumerate(prompts):
+            cands = candidates(logits, prompt, running[b], rules, step)          # the top 2K
+            ends = [tok in prompt.eos for tok, _, _ in cands]
+            pushed = [np.float32(s + FLAX_NEG) if e else s for (_, s, _), e in zip(cands, ends)]
+            keep = sorted(range(len(cands)), key=lambda i: -float(pushed[i]))[:K]
+            full = es is True and all(f for _, _, f in slots[b])
+            offered = []
+            for (tok, s, src), e in zip(cands, ends):
+                score = np.float32(np.float32(s) / denom)
+                offered.append((score if e and not full else np.float32(score + FLAX_NEG),
+                                running[b][src][1] + [tok], e))
+            slots[b] = sorted(slots[b] + offered, key=lambda h: -float(h[0]))[:K]   # stable: the lower index
+            running[b] = [(pushed[i], running[b][cands[i][2]][1] + [cands[i][0]]) for i in keep]
+    out = []
+    for b in range(len(prompts)):
+        if any(f for _, _, f in slots[b]):
+            out.append([(g, float(s)) for s, g, _ in slots[b][:nrs]])
+        else:                                                 # none finished: the running beams, raw sums
+            out.append([(g, float(s)) for s, g in running[b][:nrs]])
+    return out
+
+
+def _flax_goes_on(running: list, slots: list, step: int, max_new: int, lp: float, es: object) -> bool:
+    """``beam_search_cond_fn`` before generated step ``step`` (flax_utils.py :853-881), over the whole batch."""
+    if es is True and all(f for s in slots for _, _, f in s):
+        return False
+    if es == "never" and lp > 0:
+        denom = np.float32(float(max_new) ** lp)             # Python ints: a double, then float32
+    else:
+        denom = np.float32(step) ** np.float32(lp)
+    for beams, held in zip(running, slots):
+        best = np.float32(np.float32(beams[0][0]) / denom)
+        worst = min(s for s, _, _ in held)
+        if any(best > (worst if f else FLAX_NEG) for _, _, f in held):
+            return True
+    return False

@@ -26,7 +26,7 @@ import numpy as np
 
 from ...generation_rules import eos_list
 from .beam import beam_search
-from .beam_loops import beam_5, beam_ct2, beam_keras, beam_ov, beam_tf, beam_vllm
+from .beam_loops import beam_5, beam_ct2, beam_flax, beam_keras, beam_ov, beam_tf, beam_vllm
 from .greedy import greedy
 from .rules import EngineRules, rules_for
 from .sampling import sample
@@ -93,10 +93,14 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
     elif rules.loop == "tf":             # TF3: every row as wide as the steps run; an unset slot is all pad
         found, steps = beam_tf(logits, prompts, rules)
         width = prompts[0].T + steps
+    elif rules.loop == "flax":
+        found = beam_flax(logits, prompts, rules)
     else:
         one = {"5": beam_5, "ct2": beam_ct2, "ov": beam_ov, "vllm": beam_vllm}[rules.loop]
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
+    if rules.full_width:                 # Flax FX1: every row T + max_new_tokens wide
+        width = prompts[0].T + max(p.max_new for p in prompts)
     layout = rules.eos_out if beams else ("none" if rules.stop_eos_dropped else "generated")
     out = {"sequences": _layout(rows, cfg, layout, width)}
     if beams:
@@ -106,7 +110,8 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
 
 def _layout(rows: list[tuple[Prompt, list[int] | None]], cfg: dict, eos_out: str, least: int = 0) -> np.ndarray:
     """int64 (B*R, T_out): padded prompt + new tokens (their final eos as ``eos_out`` says), right-padded with
-    pad_token_id to the longest row or ``least``; new tokens None (TF's unset slot): a row of pad_token_id."""
+    pad_token_id to the longest row or ``least``; new tokens None (an unset finished slot of TF's or Flax's
+    beam search): a row of pad_token_id."""
     eos, pad = cfg["eos_token_id"], int(cfg["pad_token_id"])
     real = [(p, g) for p, g in rows if g is not None] or [(rows[0][0], [])]
     if eos_out == "none":

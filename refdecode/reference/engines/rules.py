@@ -157,6 +157,27 @@ class EngineRules:
       top down and keeps a token while the sum before it is < top_p; 4.38.2 sums from the bottom and drops a
       tail <= 1 - top_p: one set in exact arithmetic, not always in float32 (``sampling.tf_warpers``, TF5).
 
+    transformers 4.38.2's Flax generate (``generation/flax_utils.py``, ``flax_logits_process.py``; FX1-FX8):
+
+    * ``missing_processors``: repetition_penalty, no_repeat_ngram_size and min_new_tokens are not applied (Flax
+      4.38.2 has no processor for them; ``_get_logits_processor`` flax_utils.py:491-539 builds min_length,
+      forced/suppressed tokens only, and the options are ignored without a warning; FX3).
+    * ``min_length_inclusive``: eos is masked while the row length (padded width + generated) is <= min_length,
+      one step longer than 4.38.2's < (``FlaxMinLengthLogitsProcessor``, flax_logits_process.py:264; FX4).
+    * ``full_width``: every output row is right-padded with pad_token_id to T + max_new_tokens (Flax's
+      fixed-shape ``sequences``, flax_utils.py:585, :815; FX1); 4.38.2 to the longest row.
+    * ``loop="flax"``: Flax's ``_beam_search`` (flax_utils.py:745-1019, FX5-FX7; ``beam_loops.beam_flax``): 2K
+      candidates; every eos among the 2K (not only ranks < K) is offered to a K-slot finished set, score / (generated
+      incl. eos) ** lp in float32, the slots' top K kept (empty slots: score -1e7, an all-pad row); the batch goes
+      on while any prompt's best RUNNING beam / L ** lp beats its worst slot (no prompt is frozen but under
+      early_stopping True); no finalize: a prompt with a finished slot returns its slots, one without returns its
+      running beams with their raw sums.
+    * ``warpers="flax"`` (sampling): temperature, then top-k keeping exactly k (``lax.top_k``: ties by the lower
+      index), then top-p keeping a token while the float32 cumulative softmax of the tokens before it (descending)
+      is < top_p (``FlaxTopKLogitsWarper`` / ``FlaxTopPLogitsWarper``, flax_logits_process.py:139-191; FX8).
+    * ``sample_one_row``: sampling returns one row per prompt, num_return_sequences not applied (``_sample`` gets
+      the prompts as they are, flax_utils.py:430-443; FX8).
+
     What the engine returns:
 
     * ``beam_scores``: the engine's API returns each beam hypothesis's score (4.38.2 ``sequences_scores``);
@@ -194,12 +215,16 @@ class EngineRules:
     greedy_ngram: bool = True
     beam_min_new: bool = True
     rp_reciprocal: bool = False
+    missing_processors: bool = False
+    min_length_inclusive: bool = False
+    full_width: bool = False
+    sample_one_row: bool = False
     beam_scores: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
-                   "warpers": ("4.38", "llama", "mlx", "tf"),
-                   "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm"), "candidates": ("hf", "2k"),
+                   "warpers": ("4.38", "llama", "mlx", "tf", "flax"),
+                   "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none")}
         for name, values in allowed.items():
@@ -250,6 +275,9 @@ PROFILES: dict[str, EngineRules] = {
     # eos; eos_out: a beam that ran to max_new_tokens on another eos id, a plain token to vLLM, is written as is;
     # LLM.beam_search returns cum_logprob, not a normalised score)
     "vllm": EngineRules(rp_ctx="unpadded", loop="vllm", eos_out="generated", beam_scores=False),
+    # FX1 .. FX7 (one eos id: Flax takes no list)
+    "transformers-4.38.2-flax": EngineRules(missing_processors=True, min_length_inclusive=True, full_width=True,
+                                            loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
 }
 
 

@@ -11,8 +11,9 @@ uniform, row r at step t the uniform ``uniforms[t * N + r]`` (the suite's draw o
 
 (refdecode's ``multinomial``); a finished row gets pad_token_id; stop when every row has finished or after
 max_new_tokens. Switches read: ``warpers`` (``"4.38"`` refdecode's 4.38.2 warpers, ``"llama"`` llama.cpp's chain,
-L2, ``"mlx"`` mlx-lm's, M3, ``"tf"`` transformers 4.38.2's TF warpers, TF5), ``pad_after_eos`` /
-``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
+L2, ``"mlx"`` mlx-lm's, M3, ``"tf"`` transformers 4.38.2's TF warpers, TF5, ``"flax"`` transformers 4.38.2 Flax's,
+FX8), ``sample_one_row`` (Flax), ``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt``
+the processors'.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .greedy import drop_trailing_pads
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers"]
+__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers", "flax_chain"]
 
 
 class _Given(np.random.Generator):
@@ -83,6 +84,8 @@ def mlx_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float, 
         out[keep] = lp[keep]
         lp = out
     return (lp * np.float32(1.0 / temperature)).astype(np.float32)
+
+
 def tf_warpers(scores: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
     """transformers 4.38.2's TF warpers on one row (V,): temperature, top-k (ties at the k-th value kept, as
     4.38.2), then top-p over the scores sorted descending (ties: the lower id first, ``tf.math.top_k``): the
@@ -105,10 +108,31 @@ def tf_warpers(scores: np.ndarray, temperature: float, top_k: int, top_p: float)
     return row
 
 
+def flax_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """transformers 4.38.2 Flax's temperature -> top-k (exactly k) -> top-p (cumulative softmax before the token
+    < top_p) on one row (V,) (flax_logits_process.py:110-156, :179-191)."""
+    row = np.array(scores, dtype=np.float32, copy=True)
+    if temperature != 1.0:
+        row = (row / np.float32(temperature)).astype(np.float32)
+    if 0 < top_k < row.size:
+        row[_flax_order(row)[top_k:]] = -np.inf
+    if top_p < 1.0:
+        order = _flax_order(row)
+        cum = np.cumsum(softmax(row[order][None])[0], dtype=np.float32)
+        keep = np.concatenate([[True], cum[:-1] < np.float32(top_p)])   # rolled by one, the first always kept
+        row[order[~keep]] = -np.inf
+    return row
+
+
+def _flax_order(row: np.ndarray) -> np.ndarray:
+    """``lax.top_k``'s order: descending in XLA's total order (+0.0 above -0.0), equal values by the lower index."""
+    return np.lexsort((np.arange(row.size), np.signbit(row), -row))
+
+
 def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, config: dict,
            uniforms: np.ndarray) -> list[list[tuple[list[int], None]]]:
     """New tokens per prompt and returned row (eos included where one was drawn); see the module doc."""
-    R = int(config["num_return_sequences"])
+    R = 1 if rules.sample_one_row else int(config["num_return_sequences"])   # Flax FX8: one row per prompt
     rows = [p for p in prompts for _ in range(R)]            # N = B * R rows
     N, u = len(rows), np.asarray(uniforms, dtype=np.float64).ravel()
     given = {k: config.get(k) for k in ("temperature", "top_k", "top_p")}
@@ -134,6 +158,8 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
                 scores = mlx_chain(scores, temperature, top_k, top_p, float(config.get("min_p") or 0.0))
             elif rules.warpers == "tf":
                 scores = tf_warpers(scores, temperature, top_k, top_p)
+            elif rules.warpers == "flax":
+                scores = flax_chain(scores, temperature, top_k, top_p)
             else:
                 ids = np.array([prompt.row + gens[r]], dtype=np.int64)                                   # (1, T+t)
                 scores = np.asarray(warpers(ids, scores[None]), dtype=np.float32)[0]

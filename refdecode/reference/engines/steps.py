@@ -78,12 +78,16 @@ class Prompt:
         if not rules.greedy_ngram and int(config.get("num_beams") or 1) == 1:
             self.ngram = 0                     # OpenVINO GenAI O5: only its beam search bans n-grams
         min_new = config.get("min_new_tokens")
+        if rules.missing_processors:          # Flax FX3: no repetition penalty, n-gram or min_new_tokens
+            self.penalty, self.ngram, min_new = np.float32(1.0), 0, None
         if rules.min_length == "5" and min_new is not None:
             self.min_gen = int(min_new)
         elif rules.min_length == "tf":        # TF2: min_new_tokens has no processor
             self.min_gen = max(int(config.get("min_length") or 0) - self.T, 0)
         else:
-            self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T, 0)
+            # Flax FX4 masks eos while T + generated <= min_length (4.38.2: <)
+            inclusive = 1 if rules.min_length_inclusive else 0
+            self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T + inclusive, 0)
         if not rules.beam_min_new and int(config.get("num_beams") or 1) > 1:
             self.min_gen = 0                   # OpenVINO GenAI O4: no processor but the n-gram in beam search
         if rules.lengths_from_unpadded:       # CTranslate2 C8: one max_length / min_length for the batch
