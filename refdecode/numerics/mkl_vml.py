@@ -25,9 +25,9 @@ float32; there float64 NumPy stands in (:func:`_rare`), equal on every such inpu
   :math:`k \cdot \ln2_{hi} + (k \cdot \ln2_{lo} + \ldots)`.
 - ``sqrt`` (:func:`mkl_sqrt`): the CPU's ``rsqrtps`` estimate :math:`y \approx 1/\sqrt{x}` (12 bits), then
   :math:`s = x y`, :math:`h = y/2`, :math:`e = 1/2 - s h`, :math:`s_1 = s e + s`, :math:`h_1 = h e + h`,
-  :math:`\sqrt{x} \approx (x - s_1^2) h_1 + s_1`. Not correctly rounded (about 17% of float32 inputs end one
-  ulp off), and the bits depend on ``rsqrtps``, which is not specified by the x86 manuals: each CPU family
-  has its own table. :data:`_RSQRTPS` is this AMD CPU's, measured (``tools/golden/verify_mkl_vml.py``):
+  :math:`\sqrt{x} \approx (x - s_1^2) h_1 + s_1`. Not correctly rounded (17.1% of the positive finite float32 inputs
+  end one ulp off), and the bits depend on ``rsqrtps``, which the x86 manuals specify only to 12 bits: each CPU
+  family has its own table. :data:`_RSQRTPS` is this AMD CPU's, measured (``tools/golden/verify_mkl_vml.py``):
   ``rsqrtps`` there depends on the exponent's parity and the top 12 mantissa bits only (8,192 values).
 
 Verified against ``torch.sqrt`` / ``exp`` / ``log`` of torch 2.13.0 on this CPU on every one of the

@@ -66,7 +66,7 @@ def vml_log(x: np.ndarray) -> np.ndarray:
 
 
 def vml_sqrt(x: np.ndarray) -> np.ndarray:
-    """``torch.sqrt`` of float32 on the CPU (MKL's ``vmsSqrt``, not correctly rounded: about 17% of inputs land one
+    """``torch.sqrt`` of float32 on the CPU (MKL's ``vmsSqrt``, not correctly rounded: 17% of inputs land one
     ulp away), bit for bit: :func:`~refdecode.numerics.mkl_vml.mkl_sqrt`."""
     return mkl_sqrt(x)
 
