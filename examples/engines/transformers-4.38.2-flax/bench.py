@@ -15,7 +15,6 @@ Flax has no min_new_tokens (FINDINGS FX3): ``min_length = T + 64 = max_length`` 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -26,7 +25,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
 sys.path.insert(0, str(HERE))
-from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402
+from bench_common import NEW, PROMPT, bench_args, default_model, tok_per_s  # noqa: E402
 
 import flax  # noqa: E402
 import jax  # noqa: E402
@@ -38,10 +37,7 @@ from convert import float32_folder  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
+    args = bench_args(__doc__)
     transformers.logging.set_verbosity_error()
     folder = float32_folder(args.model or default_model())
     model = FlaxGPT2LMHeadModel.from_pretrained(str(folder), from_pt=True, dtype=jnp.float32)

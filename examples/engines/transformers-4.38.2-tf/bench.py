@@ -10,7 +10,6 @@ thing for one unpadded prompt). The float32 folder is the adapter's (convert.py,
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "common"))
 sys.path.insert(0, str(HERE))
 from adapter import float32_folder  # noqa: E402  (sets TF's threads to 1)
-from bench_common import NEW, PROMPT, bench_modes, default_model  # noqa: E402
+from bench_common import NEW, PROMPT, bench_args, bench_modes, default_model  # noqa: E402
 
 import tensorflow as tf  # noqa: E402
 import transformers  # noqa: E402
@@ -27,10 +26,7 @@ from transformers import GenerationConfig, TFGPT2LMHeadModel  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=None)
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
+    args = bench_args(__doc__)
     model = TFGPT2LMHeadModel.from_pretrained(str(float32_folder(args.model or default_model())), from_pt=True)
     ids = tf.constant([PROMPT], dtype=tf.int32)
     mask = tf.ones_like(ids)
