@@ -33,8 +33,8 @@ blocked few-row products of point 4).
    enough (:data:`SMALL_GEMM_MNK`) for OpenBLAS's small-matrix kernel, which reads the block once from memory for
    all the rows; as one call, OpenBLAS's GEMM first packs a copy of the whole weight, and 4 rows cost about two
    single-row passes. The tied LM head is multiplied the same way from a row-major copy of ``wte``, made on the first
-   few-row step (:func:`refdecode.model.fast.layout.head_rows`, 154 MB for GPT-2 124M; greedy decoding never makes
-   it). One thread, 124M-shaped weights: a beam-4 step costs ~1.6x a greedy step instead of ~2.6x
+   few-row step (:func:`refdecode.model.fast.layout.head_rows`, 154 MB for GPT-2 124M; also made by the prefill of a
+   2-16-token prompt, since that is a few-row product too). One thread, 124M-shaped weights: a beam-4 step costs ~1.6x a greedy step instead of ~2.6x
    (benchmarks/beam_gap.py). :func:`refdecode.model.fast.layout.load_params_column_major` stores the Conv1D
    weights column-major (``from_pretrained(..., forward="fast")`` unless memory-mapped).
 

@@ -71,7 +71,7 @@ def head_rows(params: dict[str, Any]) -> np.ndarray:
     Why a second copy: one row streams the column-major head fastest (``x @ wte.T``, one contiguous gemv), but a
     few rows (beams, prompt lookup's verification) are multiplied in blocks of whole rows of W^T
     (:func:`refdecode.model.fast.forward.few_rows_product`), which must be contiguous. Made only when a decode
-    first multiplies a few rows (greedy decoding never does): GPT-2 124M's ``wte``, 154 MB more, ~0.1 s once.
+    first multiplies 2-16 rows (a beam step, prompt lookup's verification, or the prefill of a 2-16-token prompt): GPT-2 124M's ``wte``, 154 MB more, ~0.1 s once.
     A model whose head is already row-major (memory-mapped weights) gets it as it is, without a copy.
 
     >>> p = {"wte": np.asfortranarray(np.arange(6, dtype=np.float32).reshape(3, 2))}
