@@ -1,7 +1,7 @@
 r"""Profile = engine on fresh cases: new cases drawn from a seed, each installed engine's answers against its profile.
 
-    .venv/bin/python examples/engines/fresh_check.py --fresh 100 --seed 20261126 [--engines ctranslate2,...]
-                                                     [--groups greedy,beam_search,eos_heavy] [--json out.json]
+    .venv/bin/python examples/engines/fresh_check.py --fresh 100 --seed 20261126 [--answered 100]
+                                                     [--engines ctranslate2,...] [--groups ...] [--json out.json]
 
 Draws the cases with ``refdecode conformance fresh`` (``refdecode.reference.conformance.fresh``: prompts, batches,
 settings and near-ties never in the committed suite), sends each to every installed engine's adapter
@@ -11,30 +11,129 @@ with ``--engines``) and compares the engine's ``sequences``, token for token, wi
 engine, and of those the cases where the engine departs from transformers 4.38.2; then every mismatch with its case
 (id, note, the row and position where the two part). Exit status 1 if any answered case is a mismatch. Runs in
 refdecode's venv; the adapters in theirs.
+
+Each engine is drawn for over the options it takes (:data:`DRAWS`): the groups its API has (no beams: the
+``plain_greedy`` and ``sample`` groups) and a fit that sets aside, before the expected answers are computed, an
+option it has no way to take (vLLM: the shipped model, whose heads its CPU attention takes, and no n-gram ban;
+Flax: one eos id; ...). The fit is said in every case's note and in the page. Without a fit the engine is asked the
+common draw. With ``--answered N`` an engine that has answered fewer than N of the ``--fresh`` cases is asked
+another ``--fresh`` of the same seed (stream 1, 2, ...: ``fresh_cases(..., stream=k)``) until it has, at most
+``--max-streams`` in all; a draw is written once per run and shared by the engines that draw alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from refdecode.reference.conformance.cases_decode import decode, model_for, smallest
+from refdecode.reference.conformance.cases_engines import SHIPPED
 from refdecode.reference.conformance.check import Implementation, NoAnswer
-from refdecode.reference.conformance.fresh import FRESH_GROUPS, write_fresh
+from refdecode.reference.conformance.fresh import FRESH_GROUPS, NEAR_TIE, write_fresh
 from refdecode.reference.conformance.kinds import to_json
-from refdecode.reference.conformance.registry import REGISTRY
+from refdecode.reference.conformance.registry import REGISTRY, Case
 from refdecode.reference.conformance.suite import load_suite
 from refdecode.reference.engines import PROFILES, NextTokenLogits, decode_as
 from refdecode.reference.engines.beam import NotSimulated
-from refdecode.reference.conformance.cases_decode import model_for
 
 HERE = Path(__file__).resolve().parent
 #: profiles answered by another engine's adapter in another mode: profile -> (engine folder, environment)
 VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1"),
             "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """How an engine's fresh cases are drawn: the groups (in turn), and a fit of each drawn input to what the engine
+    takes (``says``: how, in the note and the page); ``name`` keys the draw's folder, shared by engines alike."""
+    name: str = "common"
+    groups: tuple[str, ...] = FRESH_GROUPS
+    fit: Callable[[dict], dict] | None = None
+    says: str = "the common draw"
+
+
+def _config(inp: dict, **changes: Any) -> dict:
+    return {**inp, "config": dict(inp["config"], **changes)}
+
+
+def _beams(inp: dict) -> bool:
+    return int(inp["config"].get("num_beams") or 1) > 1
+
+
+def for_vllm(inp: dict) -> dict:
+    """On the shipped model (the tiny models' heads of 8 and 16 are not among the head sizes vLLM's CPU attention
+    takes; their prompt and eos ids, all below 96, are tokens of its vocabulary too), no n-gram ban (vLLM has none),
+    and for beams no repetition penalty and no minimum length (BeamSearchParams has neither)."""
+    inp = _config({**inp, "model": {"kind": "gpt2", "path": str(SHIPPED)}}, no_repeat_ngram_size=0)
+    return _config(inp, repetition_penalty=1.0, min_length=0, min_new_tokens=0) if _beams(inp) else inp
+
+
+def for_keras(inp: dict) -> dict:
+    """No repetition penalty, n-gram ban or minimum length; beams with length_penalty 1 and early_stopping False
+    (keras-hub's samplers have none of these options)."""
+    inp = _config(inp, repetition_penalty=1.0, no_repeat_ngram_size=0, min_new_tokens=0, min_length=0)
+    return _config(inp, length_penalty=1.0, early_stopping=False) if _beams(inp) else inp
+
+
+def for_flax(inp: dict) -> dict:
+    """One eos id, the first drawn (Flax generate takes one)."""
+    return _config(inp, eos_token_id=[inp["config"]["eos_token_id"][0]])
+
+
+def for_tf(inp: dict) -> dict:
+    """No min_length with two or more eos ids (TF's generate raises there, FINDINGS TF4)."""
+    return _config(inp, min_length=0) if len(inp["config"]["eos_token_id"]) > 1 else inp
+
+
+def for_openvino(inp: dict) -> dict:
+    """No min_length (GenAI has min_new_tokens only)."""
+    return _config(inp, min_length=0)
+
+
+def _says(fit: Callable[[dict], dict]) -> str:
+    return " ".join((fit.__doc__ or fit.__name__).split())
+
+
+PLAIN = ("plain_greedy", "sample")
+#: per profile: how its fresh cases are drawn (the others: the common draw)
+DRAWS: dict[str, Draw] = {
+    "vllm": Draw("vllm", ("greedy", "beam_search"), for_vllm, "groups greedy, beam_search; " + _says(for_vllm)),
+    "mlx-lm": Draw("plain", PLAIN, None, "groups plain_greedy, sample (no beam search, n-gram ban or minimum length)"),
+    "llama-cpp": Draw("plain", PLAIN, None, "groups plain_greedy, sample (no beam search, n-gram ban or minimum "
+                                            "length)"),
+    "keras-hub": Draw("keras", FRESH_GROUPS, for_keras, _says(for_keras)),
+    "transformers-4.38.2-flax": Draw("flax", FRESH_GROUPS, for_flax, _says(for_flax)),
+    "transformers-4.38.2-tf": Draw("tf", FRESH_GROUPS, for_tf, _says(for_tf)),
+    "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
+}
+DRAWS["mlx-lm-per-prompt"] = DRAWS["mlx-lm"]
+
+
+def _fitted(draw: Draw) -> Callable[[Case], Case] | None:
+    """The case with ``draw.fit`` applied, its note saying so and labelling a near-tie of the fitted decode."""
+    if draw.fit is None:
+        return None
+
+    def fit(case: Case) -> Case:
+        inp = draw.fit(case.input)
+        margin = smallest(decode(inp)[1])
+        head = case.note.split("; near-tie")[0]
+        note = (f"{head}; drawn for {draw.name}" + (f"; near-tie: margin {margin:.2g}" if margin <= NEAR_TIE else ""))
+        return dataclasses.replace(case, input=inp, note=note)
+    return fit
+
+
+def draw_suite(root: Path, draw: Draw, n: int, seed: int, stream: int) -> list[dict]:
+    """Stream ``stream`` of ``draw`` (written to ``root/<name>-<stream>`` once, then read), as loaded cases."""
+    folder = root / f"{draw.name}-{stream}"
+    if not (folder / "manifest.json").exists():
+        write_fresh(folder, n, seed, draw.groups, stream, _fitted(draw))
+    return load_suite(folder)[1]
 
 
 def command(engine: str) -> str:
@@ -81,15 +180,21 @@ def answer_sequences(response: Any, case_id: str) -> list | str | None:
     return sequences
 
 
-def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None = None) -> dict:
+def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None = None,
+                 enough: int | None = None) -> dict:
     """Each case asked of the engine's adapter (``cmd``: another command, for tests) and of its profile; three
-    cases in a row without an answer end the run, as ``refdecode conformance check`` does."""
+    cases in a row without an answer end the run, as ``refdecode conformance check`` does; ``enough``: stop once
+    that many are answered. ``asked``: the cases asked."""
     cmd = cmd or command(engine)
     adapter, misses, result = Implementation(cmd), 0, {"answered": 0, "same": 0, "departing": 0,
                                                                      "departing_same": 0, "unsupported": 0,
-                                                                     "no_answer": 0, "mismatches": []}
+                                                                     "no_answer": 0, "mismatches": [],
+                                                                     "asked": 0}
     try:
         for case in cases:
+            if enough is not None and result["answered"] >= enough:
+                break
+            result["asked"] += 1
             try:
                 response = json.loads(adapter.ask(json.dumps({"id": case["id"], "type": case["type"],
                                                               "input": case["input"]}), timeout))
@@ -125,32 +230,66 @@ def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None
     return result
 
 
+def check_fresh(engine: str, root: Path, n: int, seed: int, timeout: float, answered: int | None = None,
+                max_streams: int = 8, groups: tuple[str, ...] | None = None) -> dict:
+    """``engine`` on its draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead), stream 0 and, with
+    ``answered``, further streams until it has answered that many; the results summed, ids as ``<draw>/<id>``."""
+    draw = DRAWS.get(engine, Draw()) if groups is None else Draw(f"groups-{'-'.join(groups)}", groups, None,
+                                                                 f"groups {', '.join(groups)}")
+    total: dict[str, Any] = {"answered": 0, "same": 0, "departing": 0, "departing_same": 0, "unsupported": 0,
+                             "no_answer": 0, "asked": 0, "mismatches": [], "streams": 0, "draw": draw.says}
+    for stream in range(max_streams if answered else 1):
+        cases = draw_suite(root, draw, n, seed, stream)
+        r = check_engine(engine, cases, timeout, enough=None if answered is None else answered - total["answered"])
+        total["streams"] += 1
+        for key in ("answered", "same", "departing", "departing_same", "unsupported", "no_answer", "asked"):
+            total[key] += r[key]
+        total["mismatches"] += [dict(m, id=f"{draw.name}-{stream}/{m['id']}") for m in r["mismatches"]]
+        if "stopped" in r:
+            total["stopped"] = r["stopped"]
+            break
+        if answered is None or total["answered"] >= answered:
+            break
+    return total
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--fresh", type=int, default=100, metavar="N", help="number of fresh cases")
+    ap.add_argument("--fresh", type=int, default=100, metavar="N", help="number of fresh cases (per stream)")
     ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--groups", default=",".join(FRESH_GROUPS))
+    ap.add_argument("--answered", type=int, default=None, metavar="N",
+                    help="ask further streams of --fresh cases until each engine has answered N")
+    ap.add_argument("--max-streams", type=int, default=8, help="with --answered: at most this many streams")
+    ap.add_argument("--groups", default=None,
+                    help="the common draw of these groups for every engine (default: each engine's DRAWS entry)")
     ap.add_argument("--engines", default=None, help="comma-separated (default: the installed ones)")
     ap.add_argument("--suite", type=Path, default=None, help="where to write the cases (default: a temporary folder)")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json", type=Path, default=None, help="write the per-engine results here")
     args = ap.parse_args()
-    suite = args.suite or Path(tempfile.mkdtemp(prefix="refdecode-fresh-"))
-    write_fresh(suite, args.fresh, args.seed, tuple(g for g in args.groups.split(",") if g))
-    _, cases = load_suite(suite)
+    if args.answered is not None and args.answered < 1:
+        ap.error(f"--answered must be >= 1, got {args.answered}")
+    if args.max_streams < 1:
+        ap.error(f"--max-streams must be >= 1, got {args.max_streams}")
+    root = args.suite or Path(tempfile.mkdtemp(prefix="refdecode-fresh-"))
+    groups = tuple(g for g in args.groups.split(",") if g) if args.groups else None
     engines = args.engines.split(",") if args.engines else installed()
-    print(f"{len(cases)} fresh cases, seed {args.seed}, in {suite}")
+    unknown = [e for e in engines if e not in PROFILES]
+    if unknown:
+        ap.error(f"--engines: no profile named {', '.join(unknown)} (profiles: {', '.join(PROFILES)})")
+    print(f"fresh cases, seed {args.seed}, {args.fresh} a stream, in {root}")
     results = {}
-    # another selection of groups than the default is named with the engine (report.py merges --json files by name)
-    label = "" if args.groups == ",".join(FRESH_GROUPS) else f" [{args.groups}]"
     for engine in engines:
-        r = results[engine + label] = check_engine(engine, cases, args.timeout)
-        print(f"{engine}{label}: profile = engine on {r['same']} of {r['answered']} answered ({r['departing_same']} of "
-              f"the {r['departing']} departing from 4.38.2), {r['unsupported']} unsupported, {r['no_answer']} no answer")
+        r = results[engine] = check_fresh(engine, root, args.fresh, args.seed, args.timeout, args.answered,
+                                          args.max_streams, groups)
+        print(f"{engine} ({r['draw']}): profile = engine on {r['same']} of {r['answered']} answered "
+              f"({r['departing_same']} of the {r['departing']} departing from 4.38.2), {r['unsupported']} "
+              f"unsupported, {r['no_answer']} no answer; {r['asked']} cases asked of {r['streams']} stream(s)")
         for m in r["mismatches"]:
             print(f"  MISMATCH {m['id']} ({m['note']}): {m['why']}")
     if args.json:
-        args.json.write_text(json.dumps({"seed": args.seed, "cases": len(cases), "engines": results}, indent=1) + "\n")
+        args.json.write_text(json.dumps({"seed": args.seed, "cases": args.fresh, "answered_target": args.answered,
+                                         "engines": results}, indent=1) + "\n")
     return 1 if any(r["mismatches"] for r in results.values()) else 0
 
 

@@ -275,24 +275,39 @@ def findings_sections_naming(engine: str, case_id: str) -> list[str]:
 
 def fresh_lines(fresh: dict | None) -> list[str]:
     """The page's section on fresh cases (``fresh_check.py --json``'s results, merged): profile = engine per engine,
-    every mismatch with its case."""
+    how its cases were drawn, every mismatch with its case."""
     if not fresh:
         return []
+    target = fresh.get("answered_target")
     lines = ["", "### Fresh cases (drawn anew, never in the suite)", "",
-             f"`examples/engines/fresh_check.py --fresh {fresh['cases']} --seed {fresh['seed']}` "
-             "(`refdecode conformance fresh`: left-padded batches of new prompts, new settings, near-ties kept and "
-             "labelled; groups greedy, beam_search, eos_heavy; an engine named with `[plain_greedy,sample]`: "
-             "those groups of the same seed, for the engines without beams, n-grams or minimum lengths) through "
-             "each engine's adapter, its answers against its profile:", "",
-             "| engine (profile) | answered | profile = engine | differ from 4.38.2 | of those profile = engine | "
-             "unsupported |", "|---|---|---|---|---|---|"]
+             f"`examples/engines/fresh_check.py --fresh {fresh['cases']} --seed {fresh['seed']}"
+             + (f" --answered {target}`" if target else "`")
+             + " (`refdecode conformance fresh`: left-padded batches of new prompts, new settings, near-ties kept and "
+             "labelled) through each engine's adapter, its answers against its profile. Each engine is drawn for "
+             "over the options it takes (the draw column; fresh_check.py's `DRAWS`), the expected answers computed "
+             "after the fit"
+             + (f"; an engine that answered fewer than {target} of a stream's {fresh['cases']} cases is asked the "
+                "next stream of the same seed until it has" if target else "") + ":", "",
+             "| engine (profile) | draw | asked | answered | profile = engine | differ from 4.38.2 | "
+             "of those profile = engine | unsupported |", "|---|---|---|---|---|---|---|---|"]
     for name, r in fresh["engines"].items():
-        lines.append(f"| {name} | {r['answered']} | {r['same']} | {r['departing']} | {r['departing_same']} | "
-                     f"{r['unsupported']} |")
+        asked = r.get("asked", r["answered"] + r["unsupported"] + r["no_answer"])
+        lines.append(f"| {name} | {r.get('draw', 'the common draw')} | {asked} | {r['answered']} | {r['same']} | "
+                     f"{r['departing']} | {r['departing_same']} | {r['unsupported']} |")
     mismatches = [(name, m) for name, r in fresh["engines"].items() for m in r["mismatches"]]
     lines += ["", "Mismatches: " + ("none." if not mismatches else "")]
     lines += [f"* **{name}** {m['id']} ({m['note']}): {m['why']}" for name, m in mismatches]
     return lines
+
+
+def merge_fresh(report: dict, paths: list[Path]) -> None:
+    """fresh_check.py --json outputs (of one seed) into ``report["fresh"]``; a missing one ends the run."""
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:  # fresh_check.py crashed before writing its results: say so, do not drop the page's section
+        sys.exit(f"report.py: --fresh {', '.join(missing)} does not exist (did fresh_check.py fail? see fresh*.txt)")
+    for path in paths:
+        found = json.loads(path.read_text())
+        report.setdefault("fresh", {**found, "engines": {}})["engines"].update(found["engines"])
 
 
 def write_markdown(report: dict) -> str:
@@ -452,8 +467,8 @@ def main() -> None:
                     help="fresh_check.py --json output(s) of one seed, merged into the report's fresh-case section")
     ap.add_argument("--from-json", action="store_true",
                     help="write docs/engines.md again from report.json (after a FINDINGS.md edit or a change of a "
-                         "profile's switches); with --bench / --refdecode-bench / --beam-gap / --run-time-file, those "
-                         "parts are replaced first")
+                         "profile's switches); with --bench / --refdecode-bench / --beam-gap / --run-time-file / "
+                         "--fresh, those parts are replaced first")
     args = ap.parse_args()
     if args.from_json:
         report = json.loads((HERE / "report.json").read_text())
@@ -463,6 +478,9 @@ def main() -> None:
             report["beam_gap"] = json.loads(args.beam_gap.read_text())
         if args.run_time_file:
             report["run_time"] = total_run_time(args.run_time_file)
+        if args.fresh:
+            report.pop("fresh", None)
+            merge_fresh(report, args.fresh)
         for e in report["engines"]:  # the profiles' switches as the code names them now (they decide no answer)
             e["switches"] = switches_of(PROFILES[e["engine"]])
         (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -481,12 +499,7 @@ def main() -> None:
               "provenance": args.provenance}
     if args.beam_gap:
         report["beam_gap"] = json.loads(args.beam_gap.read_text())
-    missing = [str(p) for p in args.fresh if not p.exists()]
-    if missing:  # fresh_check.py crashed before writing its results: say so, do not drop the page's section
-        sys.exit(f"report.py: --fresh {', '.join(missing)} does not exist (did fresh_check.py fail? see fresh.txt)")
-    for path in args.fresh:
-        found = json.loads(path.read_text())
-        report.setdefault("fresh", {**found, "engines": {}})["engines"].update(found["engines"])
+    merge_fresh(report, args.fresh)
     (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     (ROOT / "docs" / "engines.md").write_text(write_markdown(report))
     for e in engines:

@@ -3,7 +3,7 @@
 #   examples/engines/run_all.sh
 # 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_sample +
 # gpt2_beam_search + gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`
-# (summary lines kept) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
+# (summary lines kept; two engines at a time) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
 # 5) each bench script, and benchmarks/beam_gap.py (beam-4 against greedy, refdecode and onnxruntime-genai), 6) report.py
 # (diagnosis, reproduction, refdecode's speed with both forward passes, docs/engines.md, report.json), 7) the whole
 # run's time into the page.
@@ -34,35 +34,48 @@ done
 ONLY=engines,engines_124m,gpt2_greedy,gpt2_sample,gpt2_beam_search,gpt2_group_beam_search
 rm -rf "$WORK/suite"; .venv/bin/refdecode conformance export "$WORK/suite" --only "$ONLY"
 
-# 4) check + record (one engine at a time: the machine is shared)
-: > "$WORK/check-summaries.txt"
-for e in "${ENGINES[@]}"; do
-  t0=$(date +%s)
+# 4) check + record, two engines at a time (one per core; each adapter on one thread), the slow ones split
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
+check_and_record() {
+  local e=$1 t0; t0=$(date +%s)
   .venv/bin/refdecode conformance check "$WORK/suite" --cmd "examples/engines/$e/run" --only "$ONLY" \
     --timeout 300 > "$WORK/check-$e.txt" 2>&1 || true
-  echo "$e: $(tail -n 1 "$WORK/check-$e.txt")" | tee -a "$WORK/check-summaries.txt"
   $PY examples/engines/common/record_responses.py "$WORK/suite" --cmd "examples/engines/$e/run" \
     --only engines_greedy,engines_beam_search,engines_124m_greedy,engines_124m_beam_search,gpt2_greedy,gpt2_sample,gpt2_beam_search \
     --rename gpt2_beam_search=engines_beam_search -o "$WORK/responses-$e.jsonl"
   $PY examples/engines/common/slim_responses.py "$WORK/responses-$e.jsonl" "examples/engines/$e/responses.jsonl"
-  echo "run $e: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
+  echo "run $e: $(( $(date +%s) - t0 )) s" > "$WORK/time-$e.txt"
+}
+HALF_A=(transformers-4.38.2 ctranslate2 transformers-js keras-hub openvino-genai transformers-4.38.2-flax)
+HALF_B=(transformers-5 onnxruntime-genai llama-cpp mlx-lm transformers-4.38.2-tf vllm)
+[ $(( ${#HALF_A[@]} + ${#HALF_B[@]} )) -eq ${#ENGINES[@]} ] || { echo "run_all.sh: HALF_A + HALF_B must be ENGINES"; exit 2; }
+( for e in "${HALF_A[@]}"; do check_and_record "$e"; done ) &
+( for e in "${HALF_B[@]}"; do check_and_record "$e"; done ) &
+wait
+: > "$WORK/check-summaries.txt"
+for e in "${ENGINES[@]}"; do
+  echo "$e: $(tail -n 1 "$WORK/check-$e.txt")" | tee -a "$WORK/check-summaries.txt"
+  tee -a "$WORK/times.txt" < "$WORK/time-$e.txt"
 done
 
-# 4b) fresh cases (new every run, the seed in the page): every engine's answers against its profile
+# 4b) fresh cases (new every run, the seed in the page): each engine's answers against its profile, drawn over the
+# options the engine takes (fresh_check.py's DRAWS) until it has answered 100; the two halves side by side again
 FRESH_SEED=${FRESH_SEED:-$(date -u +%Y%m%d)}
-$PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh" \
-  --engines "$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt,mlx-lm-per-prompt" --json "$WORK/fresh.json" > "$WORK/fresh.txt" 2>&1 \
-  && fresh_status=0 || fresh_status=$?   # 1: mismatches (listed on the page); anything else: the check failed
-echo "fresh cases (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
-# the engines without beam search, n-gram or minimum length answer few of those: their own groups, same seed
-$PY examples/engines/fresh_check.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh-nobeam" --groups plain_greedy,sample \
-  --engines mlx-lm,mlx-lm-per-prompt --json "$WORK/fresh-nobeam.json" > "$WORK/fresh-nobeam.txt" 2>&1 \
-  && fresh_status=0 || fresh_status=$?
-echo "fresh cases plain_greedy,sample (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh-nobeam.txt") mismatches" | tee -a "$WORK/times.txt"
-# vLLM answers few of those (its CPU attention has no head of 8 or 16; no n-gram ban): the same draws moved to what it takes
-$PY examples/engines/vllm/fresh_vllm.py --fresh 100 --seed "$FRESH_SEED" --suite "$WORK/fresh-vllm" \
-  --json "$WORK/fresh-vllm.json" > "$WORK/fresh-vllm.txt" 2>&1 && fresh_status=0 || fresh_status=$?
-echo "fresh cases for vLLM (seed $FRESH_SEED): exit $fresh_status, $(grep -c MISMATCH "$WORK/fresh-vllm.txt") mismatches" | tee -a "$WORK/times.txt"
+t0=$(date +%s)
+fresh_half() {   # $1: a name for the files, the rest: profiles
+  local name=$1; shift
+  $PY examples/engines/fresh_check.py --fresh 100 --answered 100 --seed "$FRESH_SEED" --suite "$WORK/fresh-$name" \
+    --engines "$(IFS=,; echo "$*")" --json "$WORK/fresh-$name.json" > "$WORK/fresh-$name.txt" 2>&1 \
+    && echo 0 > "$WORK/fresh-$name.status" || echo $? > "$WORK/fresh-$name.status"
+}
+fresh_half a "${HALF_A[@]}" ctranslate2-per-prompt &
+fresh_half b "${HALF_B[@]}" mlx-lm-per-prompt &
+wait
+for name in a b; do   # status 1: mismatches (listed on the page); anything else: the check failed
+  echo "fresh cases $name (seed $FRESH_SEED): exit $(cat "$WORK/fresh-$name.status"), $(grep -c MISMATCH "$WORK/fresh-$name.txt") mismatches" | tee -a "$WORK/times.txt"
+done
+echo "fresh: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
+unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS TF_NUM_INTRAOP_THREADS TF_NUM_INTEROP_THREADS
 
 # 5) speed (alternating engines, one at a time)
 : > "$WORK/bench.jsonl"
@@ -82,7 +95,7 @@ echo "beam_gap: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
 GAP=(); [ -f "$WORK/beam_gap.json" ] && GAP=(--beam-gap "$WORK/beam_gap.json")
 
 # 6) the report
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh.json" --fresh "$WORK/fresh-nobeam.json" --fresh "$WORK/fresh-vllm.json" --run-seconds $(( $(date +%s) - START )) \
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh-a.json" --fresh "$WORK/fresh-b.json" --run-seconds $(( $(date +%s) - START )) \
   --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
 
 # 7) the whole run's time, measured here at the end, into the page (report.json's run_time)

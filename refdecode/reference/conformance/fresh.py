@@ -41,7 +41,7 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -158,21 +158,28 @@ def _draw(rng: np.random.Generator, group: str) -> dict:
     raise ValueError("no eos_heavy case reached onnxruntime-genai's short walk in 2000 draws; try another --seed")
 
 
-def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS) -> dict[str, list[Case]]:
-    """``n`` cases drawn from ``seed``, the groups in turn: {"engines_greedy": [...], "engines_beam_search": [...]}."""
+def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
+                stream: int = 0) -> dict[str, list[Case]]:
+    """``n`` cases drawn from ``seed``, the groups in turn: {"engines_greedy": [...], "engines_beam_search": [...]}.
+
+    ``stream`` > 0: another ``n`` cases of the same seed, independent of stream 0's (NumPy's ``default_rng([seed,
+    stream])``), for a check that draws until an engine has answered enough; their notes say ``seed S.stream``."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"`n` must be an int >= 1, got {n!r}")
+    if not isinstance(stream, int) or stream < 0:
+        raise ValueError(f"`stream` must be an int >= 0, got {stream!r}")
     unknown = [g for g in groups if g not in FRESH_GROUPS + MORE_GROUPS]
     if not groups or unknown:
         raise ValueError(f"`groups` must be a non-empty selection of {FRESH_GROUPS + MORE_GROUPS}, got {list(groups)}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed if stream == 0 else [seed, stream])
+    name = f"{seed}.{stream}" if stream else f"{seed}"
     out: dict[str, list[Case]] = {"engines_greedy": [], "engines_beam_search": [], "gpt2_sample": []}
     for i in range(n):
         group = groups[i % len(groups)]
         inp = _draw(rng, group)
         margin = smallest(decode(inp)[1])
         c = inp["config"]
-        note = (f"fresh seed {seed} #{i} {group} on {Path(inp['model']['path']).name}: {inp['input_ids'].shape[0]} "
+        note = (f"fresh seed {name} #{i} {group} on {Path(inp['model']['path']).name}: {inp['input_ids'].shape[0]} "
                 f"prompt(s){', left-padded' if (inp['attention_mask'] == 0).any() else ''}, "
                 + ", ".join(f"{k}={c[k]}" for k in _NOTE_FIELDS if c[k] != _DEFAULTS.get(k))
                 + (f"; near-tie: margin {margin:.2g}" if margin <= NEAR_TIE else ""))
@@ -186,11 +193,17 @@ _NOTE_FIELDS = ("max_new_tokens", "eos_token_id", "pad_token_id", "num_beams", "
 _DEFAULTS = {**full_config(), "eos_token_id": None, "pad_token_id": None, "max_new_tokens": None}
 
 
-def write_fresh(directory: str | Path, n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS) -> dict:
-    """Draw the cases and write them as a suite (``export.export`` with these cases); returns the manifest."""
+def write_fresh(directory: str | Path, n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
+                stream: int = 0, fit: Callable[[Case], Case] | None = None) -> dict:
+    """Draw the cases and write them as a suite (``export.export`` with these cases); returns the manifest.
+
+    ``fit``: each drawn case made one an engine takes (its input changed, its note saying how); the expected answers
+    are then those of the changed input, since ``export`` runs each case's type."""
     from .export import export
 
-    cases = fresh_cases(n, seed, groups)
+    cases = fresh_cases(n, seed, groups, stream)
+    if fit is not None:
+        cases = {name: [fit(c) for c in found] for name, found in cases.items()}
     types = [dataclasses.replace(REGISTRY[name], build=lambda found=found: found)
              for name, found in cases.items() if found]
     return export(directory, case_types=types)

@@ -130,3 +130,26 @@ def test_the_groups_for_engines_without_beams_sample_and_penalise_only(tmp_path)
             got = decode_as("transformers-4.38.2", model_for(inp["model"], cfg), inp["input_ids"],
                             inp["attention_mask"], cfg, inp.get("uniforms"))["sequences"]
             np.testing.assert_array_equal(got, decode(inp)[0]["sequences"], err_msg=case.note)
+
+
+def test_a_stream_is_other_cases_of_the_same_seed_and_reproducible():
+    zero = [c.note for cs in fresh_cases(3, SEED).values() for c in cs]
+    one = [c.note for cs in fresh_cases(3, SEED, stream=1).values() for c in cs]
+    again = [c.note for cs in fresh_cases(3, SEED, stream=1).values() for c in cs]
+    assert one == again and one != zero
+    assert all(f"fresh seed {SEED}.1 #" in note for note in one)
+    assert all(f"fresh seed {SEED} #" in note for note in zero)
+    with pytest.raises(ValueError, match="stream"):
+        fresh_cases(3, SEED, stream=-1)
+
+
+def test_a_fit_changes_the_input_before_the_expected_answers_are_computed(tmp_path, capsys):
+    def one_eos(case):
+        config = dict(case.input["config"], eos_token_id=[case.input["config"]["eos_token_id"][0]])
+        return type(case)(case.note + "; one eos", {**case.input, "config": config})
+
+    write_fresh(tmp_path, 4, SEED, ("beam_search",), fit=one_eos)
+    for case in _lines(tmp_path):
+        assert len(case["input"]["config"]["eos_token_id"]) == 1 and case["note"].endswith("; one eos")
+    # the expected answers are those of the fitted input: refdecode's 4.38.2 profile, reading the fitted input, agrees
+    assert check(tmp_path, f"{sys.executable} -m refdecode conformance serve --as transformers-4.38.2", timeout=120) == 0

@@ -19,6 +19,7 @@ def _fresh_check():
     try:
         spec = importlib.util.spec_from_file_location("fresh_check", ROOT / "examples" / "engines" / "fresh_check.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules["fresh_check"] = module   # a dataclass resolves its module's names through sys.modules
         spec.loader.exec_module(module)
         return module
     finally:
@@ -73,3 +74,38 @@ def test_an_answer_to_another_case_or_without_sequences_is_no_answer():
     assert answer_sequences({"id": "a/1", "output": {"sequences": "x"}}, "a/1").startswith("no answer")
     assert answer_sequences({"id": "a/1", "unsupported": "no beams"}, "a/1") is None
     assert answer_sequences({"id": "a/1", "output": {"sequences": [[1, 2]]}}, "a/1") == [[1, 2]]
+
+
+def test_an_engine_that_refuses_is_asked_further_streams_until_it_has_answered_enough(tmp_path, monkeypatch):
+    """--answered: stream after stream of the same seed until the adapter has answered the number asked for."""
+    fresh_check = _fresh_check()
+    refuses_beams = ("from refdecode.reference.conformance.serve import answer\nfor line in sys.stdin:\n"
+                     "    r = json.loads(line)\n"
+                     "    if r['input']['config'].get('num_beams', 1) > 1:\n"
+                     "        print(json.dumps({'id': r['id'], 'unsupported': 'no beams'}), flush=True)\n"
+                     "    else:\n        print(answer(line), flush=True)\n")
+    cmd = python_implementation(tmp_path, refuses_beams)
+    monkeypatch.setattr(fresh_check, "command", lambda engine: cmd)
+    result = fresh_check.check_fresh("transformers-4.38.2", tmp_path / "fresh", 3, 5, 30.0, answered=4)
+    # 3 cases a stream, greedy one in three: 4 answered take four streams (the fourth stops at its first greedy)
+    assert (result["answered"], result["same"], result["streams"]) == (4, 4, 4), result
+    assert result["unsupported"] == result["asked"] - 4 and not result["mismatches"]
+    assert sorted(p.name for p in (tmp_path / "fresh").iterdir()) == ["common-0", "common-1", "common-2", "common-3"]
+
+
+def test_each_fit_gives_a_case_its_engine_takes():
+    fresh_check = _fresh_check()
+    base = {"model": {"kind": "gpt2", "path": "x"}, "config": {
+        "eos_token_id": [3, 7], "num_beams": 3, "repetition_penalty": 1.3, "no_repeat_ngram_size": 2,
+        "min_length": 9, "min_new_tokens": 2, "length_penalty": 2.0, "early_stopping": "never"}}
+    vllm = fresh_check.for_vllm(base)["config"]
+    assert (vllm["no_repeat_ngram_size"], vllm["repetition_penalty"], vllm["min_length"], vllm["min_new_tokens"]) \
+        == (0, 1.0, 0, 0)
+    assert fresh_check.for_vllm(base)["model"]["path"].endswith("tiny-shakespeare")
+    assert fresh_check.for_flax(base)["config"]["eos_token_id"] == [3]
+    assert fresh_check.for_tf(base)["config"]["min_length"] == 0
+    assert fresh_check.for_tf({**base, "config": dict(base["config"], eos_token_id=[3])})["config"]["min_length"] == 9
+    keras = fresh_check.for_keras(base)["config"]
+    assert (keras["length_penalty"], keras["early_stopping"], keras["repetition_penalty"]) == (1.0, False, 1.0)
+    assert fresh_check.for_openvino(base)["config"]["min_length"] == 0
+    assert base["config"]["min_length"] == 9   # the drawn input is left as it was
