@@ -289,14 +289,21 @@ def fresh_lines(fresh: dict | None) -> list[str]:
              + (f"; an engine that answered fewer than {target} of a stream's {fresh['cases']} cases is asked the "
                 "next stream of the same seed until it has" if target else "") + ":", "",
              "| engine (profile) | draw | asked | answered | profile = engine | differ from 4.38.2 | "
-             "of those profile = engine | unsupported |", "|---|---|---|---|---|---|---|---|"]
+             "of those profile = engine | unsupported | failed where the profile allows it |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, r in fresh["engines"].items():
         asked = r.get("asked", r["answered"] + r["unsupported"] + r["no_answer"])
         lines.append(f"| {name} | {r.get('draw', 'the common draw')} | {asked} | {r['answered']} | {r['same']} | "
-                     f"{r['departing']} | {r['departing_same']} | {r['unsupported']} |")
+                     f"{r['departing']} | {r['departing_same']} | {r['unsupported']} | "
+                     f"{r.get('failed_as_modelled', 0)} |")
     mismatches = [(name, m) for name, r in fresh["engines"].items() for m in r["mismatches"]]
     lines += ["", "Mismatches: " + ("none." if not mismatches else "")]
     lines += [f"* **{name}** {m['id']} ({m['note']}): {m['why']}" for name, m in mismatches]
+    undefined = [(name, m) for name, r in fresh["engines"].items() for m in r.get("undefined_answered", [])]
+    if undefined:
+        lines += ["", "Rows where the profile predicts none (the engine read memory it never wrote, and its answer "
+                  "came from what that memory held; onnxruntime-genai G5):"]
+        lines += [f"* **{name}** {m['id']} ({m['note']})" for name, m in undefined]
     return lines
 
 

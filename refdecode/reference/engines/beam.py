@@ -17,7 +17,13 @@ best first; new tokens keep the eos that finished a hypothesis (``decode.py`` wr
 
 With ``candidates="2k"`` a step may hold fewer than K non-eos candidates among the 2K (more than K eos: two or more
 eos ids); 4.38.2's max(2, 1 + n_eos) * K never does. onnxruntime-genai then keeps the unfilled slots' values of
-the last step that filled them (``_walk``; its FINDINGS.md, G5).
+the last step that filled them (``_walk``; its FINDINGS.md, G5). At the first step those are its initial scores
+(0 for the first slot, -1e9 for the others) and a token and source beam from uninitialised memory: such a beam is
+carried with the token :data:`UNKNOWN`. If the batch's search goes on, the engine feeds that token to the model at
+the next step (:class:`Undefined`: measured, ORT's "indices element out of data bounds" or a crash); if it ends
+there, the unknown beam's score keeps it out of the answer, which the engine gives unless reading the slot's source
+index crashes it (``decode_as``'s ``events`` say ``stale_slots`` at step 0); an answer that would show the unknown
+beam is :class:`Undefined` too.
 
 The switches (``EngineRules``): ``candidates``, ``first_eos``, ``finish``, ``last``, ``offset``,
 ``hyp_length_with_prompt``, ``can_improve_length``, ``can_improve_offset``, ``tie_earlier_wins``.
@@ -32,11 +38,19 @@ import numpy as np
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["beam_search", "Hypotheses", "candidates", "NotSimulated"]
+__all__ = ["beam_search", "Hypotheses", "candidates", "NotSimulated", "Undefined", "UNKNOWN"]
+
+#: the token of a beam slot onnxruntime-genai never wrote (uninitialised memory; G5): never read, only carried
+UNKNOWN = -1
 
 
 class NotSimulated(ValueError):
     """The engine reaches a state its own code leaves undefined (e.g. a release build's compiled-out assert)."""
+
+
+class Undefined(NotSimulated):
+    """The engine's answer depends on memory its code never wrote: the profile predicts no rows. What the engine
+    does is then its luck (measured for onnxruntime-genai: an error or a crash; rarely rows)."""
 
 
 class Hypotheses:
@@ -102,6 +116,7 @@ class _State:
         self.top_finished = False   # CTranslate2: the rank-0 candidate was an eos at some step
         self.slots: list[tuple[np.float32, int, int]] | None = None   # the K slots last written (genai G5)
         self.step = 0
+        self.unknown = False        # genai G5: a slot holds uninitialised memory since the first step
 
 
 def _walk(state: _State, cands: list[list], rules: EngineRules, events: list | None = None) -> None:
@@ -128,13 +143,14 @@ def _walk(state: _State, cands: list[list], rules: EngineRules, events: list | N
         if len(new) == state.K:
             break
     if len(new) < state.K:
-        if state.slots is None:
-            # at the first step the unfilled slots hold the scores -1e9 and tokens / source beams from
-            # uninitialised memory (DeviceBuffer of the ORT allocator): needs more eos ids than num_beams
-            raise NotSimulated("fewer than num_beams non-eos candidates at the first step (more eos ids than "
-                               "num_beams): onnxruntime-genai's unfilled beam slots hold uninitialised memory")
         if events is not None:
             events.append({"event": "stale_slots", "step": state.step, "filled": len(new), "num_beams": state.K})
+        if state.slots is None:
+            # first step: the constructor's scores (0 for slot 0, -1e9 for the others); token and source beam
+            # from uninitialised memory (DeviceBuffer of the ORT allocator). Slot 0 unfilled (all 2K eos) would
+            # make the unknown beam the best one: everything after it depends on that memory.
+            state.slots = [(np.float32(0 if j == 0 else -1e9), UNKNOWN, 0) for j in range(state.K)]
+            state.unknown = True
         new += state.slots[len(new):]
     state.slots = new
     state.beams = [(score, state.beams[src][1] + [tok]) for score, tok, src in new]
@@ -188,13 +204,20 @@ def beam_search(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRul
             state.done = _is_done(state, _best(cands, b, state.K, rules), step, rules)
         if all(s.done for s in states):
             break
+        # a next step runs the model on every slot, a finished prompt's too (its slots are padded only then)
+        if any(s.unknown for s in states) and step + 1 < max(p.max_new for p in prompts):
+            raise Undefined("onnxruntime-genai feeds a token from uninitialised memory to the model (a beam slot "
+                            "the first step never wrote, G5)")
     # 4) finalize: the running beams of the prompts still open
     for state in states:
         if not state.done:
             for score, gen in state.beams:
                 state.hyps.add(gen, float(score), _length(state.prompt, gen, False, rules))
     nrs = int(prompts[0].config["num_return_sequences"])
-    return [[(gen, score) for score, _, gen in s.hyps.ranked()[:nrs]] for s in states]
+    found = [[(gen, score) for score, _, gen in s.hyps.ranked()[:nrs]] for s in states]
+    if any(UNKNOWN in gen for rows in found for gen, _ in rows):
+        raise Undefined("a returned row is a beam slot the first step never wrote (onnxruntime-genai G5)")
+    return found
 
 
 def _best(cands: list[list[list]], b: int, K: int, rules: EngineRules) -> float:

@@ -109,3 +109,25 @@ def test_each_fit_gives_a_case_its_engine_takes():
     assert (keras["length_penalty"], keras["early_stopping"], keras["repetition_penalty"]) == (1.0, False, 1.0)
     assert fresh_check.for_openvino(base)["config"]["min_length"] == 0
     assert base["config"]["min_length"] == 9   # the drawn input is left as it was
+
+
+def test_where_the_profile_predicts_undefined_a_failure_is_modelled_and_rows_are_listed_apart(tmp_path, monkeypatch):
+    """onnxruntime-genai G5 at the first step: the engine reads memory it never wrote; an error there is the failure
+    the profile allows, rows there are listed as undefined_answered, neither a mismatch."""
+    from refdecode.reference.engines.beam import Undefined
+
+    fresh_check = _fresh_check()
+    cases = _cases(tmp_path, 4)
+
+    def undefined(*args, **kwargs):
+        raise Undefined("reads uninitialised memory")
+    monkeypatch.setattr(fresh_check, "decode_as", undefined)
+    fails = ("for line in sys.stdin:\n    r = json.loads(line)\n"
+             "    print(json.dumps({'id': r['id'], 'error': 'RuntimeError: indices element out of data bounds'}),"
+             " flush=True)\n")
+    result = fresh_check.check_engine("onnxruntime-genai", cases, 30.0, python_implementation(tmp_path, fails))
+    assert (result["failed_as_modelled"], result["no_answer"], result["mismatches"]) == (4, 0, [])
+    answers = "from refdecode.reference.conformance.serve import answer\nfor line in sys.stdin:\n" \
+              "    print(answer(line), flush=True)\n"
+    result = fresh_check.check_engine("onnxruntime-genai", cases, 30.0, python_implementation(tmp_path, answers))
+    assert (result["answered"], len(result["undefined_answered"]), result["mismatches"]) == (0, 4, [])

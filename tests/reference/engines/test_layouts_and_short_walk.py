@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from refdecode.reference.engines import PROFILES, EngineRules, decode_as
-from refdecode.reference.engines.beam import NotSimulated
+from refdecode.reference.engines.beam import NotSimulated, Undefined
 
 from engine_records import Stub
 
@@ -41,11 +41,34 @@ def test_unfilled_slots_keep_the_last_filled_values():
     assert control == [[5, 2, 0], [5, 2, 0]]
 
 
-def test_more_eos_ids_than_beams_at_the_first_step_is_not_simulated():
-    """At the first step the unfilled slots hold uninitialised memory: refused, not guessed."""
-    stub = Stub({(5,): {0: 0.0, 1: -0.1, 2: -0.2, 3: -1.0}})
-    with pytest.raises(NotSimulated, match="first step"):
-        decode_as(EngineRules(candidates="2k"), stub, np.array([[5]]), None, {**CFG, "eos_token_id": [0, 1, 2]})
+#: prompt [5]; the first step's 2K = 4 candidates: eos 0, eos 1, eos 2, then token 3: one non-eos, slot 1 unfilled
+FIRST_STEP = Stub({(5,): {0: 0.0, 1: -0.1, 2: -0.2, 3: -1.0}})
+
+
+def test_a_first_step_slot_never_written_and_a_next_step_is_undefined():
+    """The engine feeds slot 1's token, uninitialised memory, to the model at step 2 (G5): no rows predicted."""
+    with pytest.raises(Undefined, match="uninitialised memory"):
+        decode_as(EngineRules(candidates="2k"), FIRST_STEP, np.array([[5]]), None, {**CFG, "eos_token_id": [0, 1, 2]})
+
+
+def test_a_first_step_slot_never_written_on_the_last_step_stays_out_of_the_answer():
+    """max_new_tokens 1: the hypotheses [5, 0] and [5, 1] (eos ranks 0, 1 < K) and the beams [5, 3] (slot 0) and
+    the unknown slot 1 (score -1e9) are finalised; with lp 0 the two eos hypotheses are best, both written with
+    eos_token_id[0]; the unknown beam is never shown, and the step is reported."""
+    events: list = []
+    out = decode_as(EngineRules(candidates="2k"), FIRST_STEP, np.array([[5]]), None,
+                    {**CFG, "eos_token_id": [0, 1, 2], "max_new_tokens": 1}, events=events)
+    assert out["sequences"].tolist() == [[5, 0], [5, 0]]
+    assert events == [{"event": "stale_slots", "step": 0, "filled": 1, "num_beams": 2}]
+
+
+def test_an_answer_that_would_show_a_slot_never_written_is_undefined():
+    """All 2K candidates eos: slot 0 keeps its initial score 0, above every hypothesis, and finalize returns it."""
+    stub = Stub({(5,): {0: 0.0, 1: -0.1, 2: -0.2, 3: -0.3}})
+    with pytest.raises(Undefined, match="never wrote"):
+        decode_as(EngineRules(candidates="2k"), stub, np.array([[5]]), None,
+                  {**CFG, "eos_token_id": [0, 1, 2, 3], "max_new_tokens": 1})
+    assert issubclass(Undefined, NotSimulated)
 
 
 def test_eos_out_none_writes_hypotheses_without_their_eos():
