@@ -9,7 +9,8 @@
   ``exp`` / ``log`` / ``sqrt`` (``vml_*``);
 - ``mkl_vml.py``: those three bit for bit, MKL's VML kernels (what torch's CPU build calls) written out;
 - ``sleef.py``: the SLEEF ``expf`` / ``logf`` those kernels call, and an exact float32 FMA;
-- ``introsort.py``: ``torch.sort``'s CPU order on ties (libstdc++'s introsort).
+- ``introsort.py``: ``torch.sort``'s CPU order on ties (libstdc++'s introsort);
+- ``ggml.py``: llama.cpp's CPU GELU, an fp16 lookup table (an engine's numerics, for its profile).
 
 Nothing here imports the rest of the package. Docs: docs/last-bit.md.
 """
@@ -18,10 +19,11 @@ from .plain import ACT2FN, gelu, gelu_new, log_softmax, relu, softmax
 from .torch_cpu import on_finite_support, torch_cumsum, torch_log_softmax, torch_scatter, torch_softmax, torch_sort
 from .torch_reduce import categorical_entropy, torch_logsumexp, torch_nansum, torch_sum, vml_exp, vml_log, vml_sqrt
 from .introsort import torch_cpu_sort_order, torch_order_at_cut
+from .ggml import ggml_gelu_fp16
 
 __all__ = [
     "softmax", "log_softmax", "gelu_new", "gelu", "relu", "ACT2FN",
     "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter", "on_finite_support",
     "torch_sum", "torch_nansum", "torch_logsumexp", "categorical_entropy", "vml_exp", "vml_log", "vml_sqrt",
-    "torch_cpu_sort_order", "torch_order_at_cut",
+    "torch_cpu_sort_order", "torch_order_at_cut", "ggml_gelu_fp16",
 ]

@@ -184,6 +184,13 @@ class EngineRules:
       False: it returns the sequences only (onnxruntime-genai 0.18.0: ``Generator.get_sequence``, no score
       getter in its Python API). ``decode_as`` computes the scores either way; ``refdecode conformance serve
       --as ENGINE`` answers with them only where the engine does, so ``check`` compares what the engine gives.
+
+    The model's numerics (not a decoding rule; where an engine's forward pass moves a decision):
+
+    * ``activation``: ``"checkpoint"`` the checkpoint's activation as transformers computes it; ``"ggml_fp16"``
+      its tanh GELU through ggml's fp16 table (llama.cpp: ``ggml/src/ggml-cpu/vec.h`` :987-1000,
+      ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up to a few 1e-3 (the llama-cpp
+      FINDINGS, "Numerics").
     """
 
     rp_ctx: str = "row"
@@ -220,13 +227,14 @@ class EngineRules:
     full_width: bool = False
     sample_one_row: bool = False
     beam_scores: bool = True
+    activation: str = "checkpoint"
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
                    "warpers": ("4.38", "llama", "mlx", "tf", "flax"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
-                   "eos_out": ("first", "generated", "none")}
+                   "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16")}
         for name, values in allowed.items():
             if getattr(self, name) not in values:
                 raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
@@ -258,7 +266,7 @@ PROFILES: dict[str, EngineRules] = {
     # T1, T2
     "transformers-js": EngineRules(pad_after_eos=False, stop_when_all_last_eos=True, beam_is_greedy=True),
     # L1, L2 (its fp16 GELU table is the forward pass's, not a decoding rule: FINDINGS.md "Numerics")
-    "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama"),
+    "llama-cpp": EngineRules(rp_ctx="unpadded", warpers="llama", activation="ggml_fp16"),
     # K1, K2
     "keras-hub": EngineRules(lockstep_width=True, argmax_of_probs=True, loop="keras", eos_out="generated"),
     # M1 .. M3: the batch in one batch_generate call (mlx-lm has no beam search)

@@ -14,10 +14,13 @@ matmul over (T, E) rounds as the engines' full passes do; with (1, E) one near-t
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from ...numerics import ACT2FN, gelu_new, ggml_gelu_fp16
 from ...processors import logits_process, transformers5
 from .rules import EngineRules
 
@@ -32,16 +35,31 @@ class NextTokenLogits:
     The memo is the point (the state): attribution runs the same prefixes under many rule sets.
     """
 
-    def __init__(self, model: Any):
-        self.model = model
+    def __init__(self, model: Any, activation: str = "checkpoint"):
+        self.model, self.activation = model, activation
         self.memo: dict[tuple[int, ...], np.ndarray] = {}
 
     def __call__(self, tokens: tuple[int, ...] | list[int]) -> np.ndarray:
         key = tuple(int(t) for t in tokens)
         if key not in self.memo:
-            out = self.model(np.array([key], dtype=np.int64))                     # (1, T, V)
+            with _activation(self.model, self.activation):
+                out = self.model(np.array([key], dtype=np.int64))                 # (1, T, V)
             self.memo[key] = np.asarray(out.logits[0, -1], dtype=np.float32)      # (V,)
         return self.memo[key]
+
+
+@contextlib.contextmanager
+def _activation(model: Any, activation: str) -> Iterator[None]:
+    """``"ggml_fp16"``: the checkpoint's tanh GELU computed as ggml's fp16 table (llama.cpp) for this call."""
+    name = getattr(getattr(model, "config", None), "activation_function", None)
+    if activation == "checkpoint" or name != "gelu_new":
+        yield
+        return
+    ACT2FN[name] = ggml_gelu_fp16
+    try:
+        yield
+    finally:
+        ACT2FN[name] = gelu_new
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ def test_profiles_name_the_engines_and_differ():
 
 
 def test_switches_of_lists_only_departures():
-    assert switches_of(PROFILES["llama-cpp"]) == {"rp_ctx": "unpadded", "warpers": "llama"}
+    assert switches_of(PROFILES["llama-cpp"]) == {"rp_ctx": "unpadded", "warpers": "llama", "activation": "ggml_fp16"}
 
 
 @pytest.mark.parametrize("field,value", [("rp_ctx", "padded"), ("loop", "6"), ("candidates", "3k")])

@@ -139,3 +139,24 @@ def test_tf_min_length_ignores_min_new_tokens():
     assert prompt(EngineRules(min_length="tf"), min_new_tokens=2).process(x, [], masked)[0] == 0
     assert prompt(EngineRules(min_length="tf"), min_length=5).process(x, [], masked)[0] == masked
     assert prompt(EngineRules(min_length="tf"), min_length=5).process(x, [3], masked)[0] == 0
+
+
+def test_the_ggml_activation_holds_for_one_call_and_moves_the_logits_a_little():
+    """llama.cpp's fp16-table GELU (``activation="ggml_fp16"``): other logits by up to a few 1e-3, the shared
+    activation table restored after each call (also when the call raises)."""
+    from refdecode import GPT2
+    from refdecode.numerics import ACT2FN, gelu_new
+
+    from conftest import ROOT
+
+    model = GPT2.from_pretrained(ROOT / "tests" / "golden" / "models" / "decode-b")
+    assert model.config.activation_function == "gelu_new"
+    exact, ggml = NextTokenLogits(model)([3, 4, 5]), NextTokenLogits(model, "ggml_fp16")([3, 4, 5])
+    assert ACT2FN["gelu_new"] is gelu_new
+    assert ggml.dtype == np.float32 and 0 < np.abs(ggml - exact).max() < 1e-2
+    broken = NextTokenLogits(model, "ggml_fp16")
+    try:
+        broken([10 ** 6])                                  # an id outside the vocabulary: the model raises
+    except (IndexError, ValueError):
+        pass
+    assert ACT2FN["gelu_new"] is gelu_new
