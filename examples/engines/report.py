@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from refdecode import GPT2
-from refdecode.reference.engines import PROFILES, EngineRules, NextTokenLogits, decode_as, switches_of
+from refdecode.reference.engines import PROFILES, EngineRules, NextTokenLogits, decode_as, rules_for, switches_of
 from refdecode.reference.conformance.cases_decode import full_config
 from refdecode.reference.engines.beam import NotSimulated
 
@@ -44,7 +44,7 @@ ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-
            "transformers-4.38.2-flax"]
 GROUPS = ["engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search", "gpt2_greedy",
           "gpt2_sample", "gpt2_beam_search"]
-_LOGITS: dict[str, NextTokenLogits] = {}
+_LOGITS: dict[tuple[str, str], NextTokenLogits] = {}
 
 
 def model_dir(name: str) -> Path:
@@ -55,11 +55,11 @@ def model_dir(name: str) -> Path:
 
 
 def run(profile: EngineRules | str, r: dict) -> list | None:
-    name = r["model"]
-    if name not in _LOGITS:
-        _LOGITS[name] = NextTokenLogits(GPT2.from_pretrained(model_dir(name)))
+    key = (r["model"], rules_for(profile).activation)     # one memo per model and activation (llama.cpp's GELU)
+    if key not in _LOGITS:
+        _LOGITS[key] = NextTokenLogits(GPT2.from_pretrained(model_dir(key[0])), key[1])
     try:
-        return decode_as(profile, _LOGITS[name], r["input_ids"], r["attention_mask"], r["config"],
+        return decode_as(profile, _LOGITS[key], r["input_ids"], r["attention_mask"], r["config"],
                          r.get("uniforms"))["sequences"].tolist()
     except NotSimulated:
         return None
