@@ -6,11 +6,12 @@ rounded to float16, itself rounded to float16; 0 for x <= -10 and x itself for x
 ggml (``ggml/src/ggml-cpu/vec.h`` :987-1000, ``ggml_vec_gelu_f32`` with ``GGML_GELU_FP16``) converts each input to
 fp16 and reads ``ggml_table_gelu_f16[fp16 bits]``, a table of every fp16 value's GELU computed in float and stored
 as fp16; beyond |x| >= 10 it returns 0 or x. So the activation's output holds fp16's 11 significant bits, not
-float32's 24: llama.cpp's logits differ from transformers' by up to a few 1e-3 (FINDINGS L-numerics of the
-llama-cpp engine). The table's own float GELU (tanhf) is taken as refdecode's ``gelu_new``: both round to the same
-fp16 on every fp16 input but a few, where the value lies within float32's error of an fp16 rounding boundary.
+float32's 24: llama.cpp's logits differ from transformers' by up to a few 1e-3 (examples/engines/llama-cpp/
+FINDINGS.md, "Numerics"). The table's own float GELU (ggml's ``tanhf`` formula) is taken as refdecode's
+``gelu_new``; not checked bit for bit against ggml's table: the two can round to different fp16 values only where
+the GELU lies within float32's error of an fp16 rounding boundary.
 
-Docs: docs/engines.md (llama-cpp).
+Docs: docs/last-bit.md.
 """
 
 from __future__ import annotations
