@@ -72,8 +72,9 @@ def _beams(inp: dict) -> bool:
 
 def for_vllm(inp: dict) -> dict:
     """On the shipped model (the tiny models' heads of 8 and 16 are not among the head sizes vLLM's CPU attention
-    takes; their prompt and eos ids, all below 96, are tokens of its vocabulary too), no n-gram ban (vLLM has none),
-    and for beams no repetition penalty and no minimum length (BeamSearchParams has neither)."""
+    takes; their prompt and eos ids, below their vocabularies of at most 128, are ids of its vocabulary too), no
+    n-gram ban (vLLM has none), and for beams no repetition penalty and no minimum length (BeamSearchParams has
+    neither)."""
     inp = _config({**inp, "model": {"kind": "gpt2", "path": str(SHIPPED)}}, no_repeat_ngram_size=0)
     return _config(inp, repetition_penalty=1.0, min_length=0, min_new_tokens=0) if _beams(inp) else inp
 
