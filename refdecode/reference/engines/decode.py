@@ -20,6 +20,7 @@ every row as wide as the steps the batch ran, and an unset finished slot as a ro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -97,8 +98,10 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         width = prompts[0].T + steps
     elif rules.loop == "flax":
         found = beam_flax(logits, prompts, rules)
+    elif rules.loop == "ct2":            # C6 needs a prompt prefix (see _ct2_rules)
+        found = [beam_ct2(logits, p, _ct2_rules(rules, prompts, p)) for p in prompts]
     else:
-        one = {"5": beam_5, "ct2": beam_ct2, "ov": beam_ov, "vllm": beam_vllm}[rules.loop]
+        one = {"5": beam_5, "ov": beam_ov, "vllm": beam_vllm}[rules.loop]
         found = [one(logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
     if rules.full_width:                 # Flax FX1: every row T + max_new_tokens wide
@@ -108,6 +111,15 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
     if beams:
         out["sequences_scores"] = np.array([s for hyps in found for _, s in hyps], dtype=np.float32)
     return out
+
+
+def _ct2_rules(rules: EngineRules, prompts: list[Prompt], prompt: Prompt) -> EngineRules:
+    """CTranslate2 C6 acts on a prompt prefix: ``split_start_tokens`` (decoding.cc:1000-1021) takes each prompt's
+    first token as its start token and the rest as its prefix, and drops every prefix when each prompt of the
+    ``generate_batch`` call is one token long; then no eos is penalised at the first step. The call is the whole
+    batch (``lengths_from_unpadded``: the batched profile) or the prompt alone (the per-prompt profile)."""
+    call = prompts if rules.lengths_from_unpadded else [prompt]
+    return rules if any(len(p.real) > 1 for p in call) else replace(rules, first_eos=False)
 
 
 def _layout(rows: list[tuple[Prompt, list[int] | None]], cfg: dict, eos_out: str, least: int = 0) -> np.ndarray:

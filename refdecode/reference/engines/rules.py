@@ -101,7 +101,8 @@ class EngineRules:
     * ``candidates``: ``"hf"`` max(2, 1 + n_eos) * K candidates per prompt (utils.py ``_beam_search``
       torch.topk); ``"2k"`` 2 * K (CTranslate2 decoding.cc:449, onnxruntime-genai search.cpp SelectTop).
     * ``first_eos``: at the first generated step, eos candidates of rank > 0 become token 0 with score -1e10
-      (CTranslate2 C6, update_sample_with_prefix).
+      (CTranslate2 C6, update_sample_with_prefix), when a prompt of the call has a prefix (more than one token:
+      ``split_start_tokens`` drops them all otherwise, decoding.cc:1000-1021).
     * ``finish`` (loop "4.38"): when a prompt is done. ``"4.38"`` ``BeamHypotheses.is_done`` (beam_search.py
       :971-1006); ``"5"`` the 5.x heuristic with the best running beam; ``"ct2"`` CTranslate2's count of
       finished hypotheses (decoding.cc:651-658).

@@ -142,3 +142,23 @@ def test_vllm_loop_divides_by_the_unpadded_prompt_length():
     # the running beams [2] (log .5 / 4) and [3] (log .25 / 4), the finished [0] (log .2 / 3): -0.173, -0.347, -0.536
     assert out["sequences"].tolist() == [[2, 3, 1, 2], [2, 3, 1, 3]]
     assert out["sequences_scores"].tolist() == pytest.approx([np.log(.5) / 4, np.log(.25) / 4], rel=1e-6)
+
+
+def test_ctranslate2_penalises_a_first_step_eos_only_after_a_prompt_prefix():
+    """CTranslate2 C6 needs a prefix: generate_batch starts from each prompt's first token and forces the rest
+    (``split_start_tokens``, decoding.cc:1000-1021), and drops all prefixes when every prompt of the call is one
+    token. Step 1's 2K = 4 candidates: eos 1, token 4, eos 2, eos 3 (K = 2, eos [1, 2, 3], lp 1, two steps; the
+    stub's next step gives token 4, the other tokens -30).
+
+    Prompt [5] (no prefix): eos 1 finishes [1]; no non-eos among ranks >= K, so beam 0 goes on from its own eos
+    candidate [1]; beam 1 is [4]. The last step finishes [1, 4] and [4, 4]; with lp 1 and lengths 1, 2, 2
+    (prompt offset 0) [1, 4] wins: log p(1) / 2 = -0.62 against log p(4) / 2 = -0.67 and log p(1) = -1.24.
+    Prompt [5, 5] (prefix [5]): eos 2 and 3 of rank > 0 become token 0 with -1e10; beam 0 is that dead token;
+    the last step finishes [4, 4]; lengths now count the prompt's extra token (offset 1): [1] -1.24 / 2, [4, 4]
+    -1.34 / 3 = -0.45 wins."""
+    step = {1: 0.0, 4: -0.1, 2: -0.2, 3: -0.3}
+    stub = Stub({(5,): step, (5, 5): step})
+    cfg = dict(max_new_tokens=2, eos_token_id=[1, 2, 3], pad_token_id=0, num_beams=2, length_penalty=1.0)
+    for profile in ("ctranslate2", "ctranslate2-per-prompt"):
+        assert decode_as(profile, stub, np.array([[5]]), None, cfg)["sequences"].tolist() == [[5, 1, 4]]
+        assert decode_as(profile, stub, np.array([[5, 5]]), None, cfg)["sequences"].tolist() == [[5, 5, 4, 4]]
