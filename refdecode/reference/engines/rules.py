@@ -189,9 +189,9 @@ class EngineRules:
     The model's numerics (not a decoding rule; where an engine's forward pass moves a decision):
 
     * ``activation``: ``"checkpoint"`` the checkpoint's activation as transformers computes it; ``"ggml_fp16"``
-      its tanh GELU through ggml's fp16 table (llama.cpp: ``ggml/src/ggml-cpu/vec.h`` :987-1000,
-      ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up to a few 1e-3 (the llama-cpp
-      FINDINGS, "Numerics").
+      its GELU, tanh or erf, as ggml's one tanh GELU through its fp16 table (llama.cpp:
+      ``ggml/src/ggml-cpu/vec.h`` :987-1000, ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up
+      to a few 1e-3 (the llama-cpp FINDINGS, "Numerics").
     """
 
     rp_ctx: str = "row"

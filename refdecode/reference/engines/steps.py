@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...numerics import ACT2FN, gelu_new, ggml_gelu_fp16
+from ...numerics import ACT2FN, gelu, gelu_new, ggml_gelu_fp16
 from ...processors import logits_process, transformers5
 from .rules import EngineRules
 
@@ -50,16 +50,18 @@ class NextTokenLogits:
 
 @contextlib.contextmanager
 def _activation(model: Any, activation: str) -> Iterator[None]:
-    """``"ggml_fp16"``: the checkpoint's tanh GELU computed as ggml's fp16 table (llama.cpp) for this call."""
+    """``"ggml_fp16"``: the checkpoint's GELU, tanh or erf, computed as ggml's fp16 tanh table for this call
+    (llama.cpp: its GGUF converter writes no activation, ``conversion/gpt2.py`` ``set_gguf_parameters``, and its
+    GPT-2 graph has the one GELU)."""
     name = getattr(getattr(model, "config", None), "activation_function", None)
-    if activation == "checkpoint" or name != "gelu_new":
+    if activation == "checkpoint" or name not in ("gelu_new", "gelu"):
         yield
         return
     ACT2FN[name] = ggml_gelu_fp16
     try:
         yield
     finally:
-        ACT2FN[name] = gelu_new
+        ACT2FN[name] = {"gelu_new": gelu_new, "gelu": gelu}[name]
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:

@@ -152,4 +152,5 @@ def test_a_fit_changes_the_input_before_the_expected_answers_are_computed(tmp_pa
     for case in _lines(tmp_path):
         assert len(case["input"]["config"]["eos_token_id"]) == 1 and case["note"].endswith("; one eos")
     # the expected answers are those of the fitted input: refdecode's 4.38.2 profile, reading the fitted input, agrees
-    assert check(tmp_path, f"{sys.executable} -m refdecode conformance serve --as transformers-4.38.2", timeout=120) == 0
+    cmd = f"{sys.executable} -m refdecode conformance serve --as transformers-4.38.2"
+    assert check(tmp_path, cmd, timeout=120) == 0

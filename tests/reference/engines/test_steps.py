@@ -145,7 +145,7 @@ def test_the_ggml_activation_holds_for_one_call_and_moves_the_logits_a_little():
     """llama.cpp's fp16-table GELU (``activation="ggml_fp16"``): other logits by up to a few 1e-3, the shared
     activation table restored after each call (also when the call raises)."""
     from refdecode import GPT2
-    from refdecode.numerics import ACT2FN, gelu_new
+    from refdecode.numerics import ACT2FN, gelu, gelu_new
 
     from conftest import ROOT
 
@@ -160,3 +160,8 @@ def test_the_ggml_activation_holds_for_one_call_and_moves_the_logits_a_little():
     except (IndexError, ValueError):
         pass
     assert ACT2FN["gelu_new"] is gelu_new
+    # a checkpoint with the erf GELU: llama.cpp computes its one (tanh) GELU through the table there too
+    erf = GPT2.from_pretrained(ROOT / "tests" / "golden" / "models" / "decode-c")
+    assert erf.config.activation_function == "gelu"
+    moved = NextTokenLogits(erf, "ggml_fp16")([3, 4, 5]) - NextTokenLogits(erf)([3, 4, 5])
+    assert 0 < np.abs(moved).max() < 1e-1 and ACT2FN["gelu"] is gelu
