@@ -297,14 +297,25 @@ def fresh_lines(fresh: dict | None) -> list[str]:
                      f"{r['departing']} | {r['departing_same']} | {r['unsupported']} | "
                      f"{r.get('failed_as_modelled', 0)} |")
     mismatches = [(name, m) for name, r in fresh["engines"].items() for m in r["mismatches"]]
-    lines += ["", "Mismatches: " + ("none." if not mismatches else "")]
-    lines += [f"* **{name}** {m['id']} ({m['note']}): {m['why']}" for name, m in mismatches]
+    lines += ["", "Mismatches: " + ("none." if not mismatches else "each with its case, where the answers part, "
+                                                                 "and why:")]
+    lines += [f"* **{name}** {m['id']} ({m['note']}): {m['why']}. Why: {mismatch_reason(m)}" for name, m in mismatches]
     undefined = [(name, m) for name, r in fresh["engines"].items() for m in r.get("undefined_answered", [])]
     if undefined:
         lines += ["", "Rows where the profile predicts none (the engine read memory it never wrote, and its answer "
                   "came from what that memory held; onnxruntime-genai G5):"]
         lines += [f"* **{name}** {m['id']} ({m['note']})" for name, m in undefined]
     return lines
+
+
+def mismatch_reason(m: dict) -> str:
+    """Why a fresh case's answer differs from the profile's, as far as the run can tell."""
+    if m["why"].startswith("no answer"):
+        return "the engine gave no answer (error, crash or hang), where the profile predicts rows."
+    if "near-tie: margin" in m["note"]:
+        return ("a near-tie: a decision closer than check's tolerance, which the engine's own forward pass (its "
+                "float arithmetic, not a decoding rule) can turn.")
+    return "not found in this run: a rule or numeric of the engine that its profile lacks."
 
 
 def merge_fresh(report: dict, paths: list[Path]) -> None:

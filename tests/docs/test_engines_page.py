@@ -36,3 +36,17 @@ def test_the_control_passes_what_it_answers_and_every_difference_has_a_cause():
         assert set(e["reproducers"]) == set(e["causes"])
         for rep in e["reproducers"].values():
             assert rep["transformers-4.38.2"] != rep[e["engine"]]
+
+
+def test_every_profile_reproduces_every_answered_case_and_meets_100_fresh_answers():
+    """The engines page's promise: each profile gives every answer its engine gave on the suite, and on the fresh
+    cases of the run each engine answered at least 100, every mismatch listed with its case and where it parts."""
+    for e in REPORT["engines"]:
+        assert e["reproduced"] == e["answered"], e["engine"]
+    fresh = REPORT["fresh"]["engines"]
+    assert {e["engine"] for e in REPORT["engines"]} <= set(fresh)
+    for name, r in fresh.items():
+        assert r["answered"] >= 100, name
+        answered_mismatches = [m for m in r["mismatches"] if not m["why"].startswith("no answer")]
+        assert r["same"] + len(answered_mismatches) == r["answered"], name
+        assert all(m["id"] and m["note"] and m["why"] for m in r["mismatches"])
