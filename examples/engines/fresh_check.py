@@ -105,19 +105,18 @@ def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
 
-PLAIN = ("plain_greedy", "sample")
+#: the engines without beam search, n-gram ban or minimum length
+PLAIN = Draw("plain", ("plain_greedy", "sample"), None,
+             "groups plain_greedy, sample (no beam search, n-gram ban or minimum length)")
 #: per profile: how its fresh cases are drawn (the others: the common draw)
 DRAWS: dict[str, Draw] = {
     "vllm": Draw("vllm", ("greedy", "beam_search"), for_vllm, "groups greedy, beam_search; " + _says(for_vllm)),
-    "mlx-lm": Draw("plain", PLAIN, None, "groups plain_greedy, sample (no beam search, n-gram ban or minimum length)"),
-    "llama-cpp": Draw("plain", PLAIN, None, "groups plain_greedy, sample (no beam search, n-gram ban or minimum "
-                                            "length)"),
+    "mlx-lm": PLAIN, "mlx-lm-per-prompt": PLAIN, "llama-cpp": PLAIN,
     "keras-hub": Draw("keras", FRESH_GROUPS, for_keras, _says(for_keras)),
     "transformers-4.38.2-flax": Draw("flax", FRESH_GROUPS, for_flax, _says(for_flax)),
     "transformers-4.38.2-tf": Draw("tf", FRESH_GROUPS, for_tf, _says(for_tf)),
     "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
 }
-DRAWS["mlx-lm-per-prompt"] = DRAWS["mlx-lm"]
 
 
 def _fitted(draw: Draw) -> Callable[[Case], Case] | None:

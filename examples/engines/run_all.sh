@@ -48,7 +48,8 @@ check_and_record() {
 }
 HALF_A=(transformers-4.38.2 ctranslate2 transformers-js keras-hub openvino-genai transformers-4.38.2-flax)
 HALF_B=(transformers-5 onnxruntime-genai llama-cpp mlx-lm transformers-4.38.2-tf vllm)
-[ $(( ${#HALF_A[@]} + ${#HALF_B[@]} )) -eq ${#ENGINES[@]} ] || { echo "run_all.sh: HALF_A + HALF_B must be ENGINES"; exit 2; }
+[ "$(printf '%s\n' "${HALF_A[@]}" "${HALF_B[@]}" | sort)" = "$(printf '%s\n' "${ENGINES[@]}" | sort)" ] \
+  || { echo "run_all.sh: HALF_A + HALF_B must be ENGINES, each once"; exit 2; }
 ( for e in "${HALF_A[@]}"; do check_and_record "$e"; done ) &
 ( for e in "${HALF_B[@]}"; do check_and_record "$e"; done ) &
 wait
