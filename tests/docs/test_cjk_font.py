@@ -107,8 +107,9 @@ def test_the_tool_scans_what_reaches_the_site():
     Chinese interface; the scan finds a character in each."""
     tool = load_tool()
     scanned = {p.relative_to(ROOT).parts[0] for p in tool.sources()}
-    assert scanned == {"docs", "refdecode", "mkdocs.yml"}          # mkdocs.yml: the Chinese nav labels
+    assert scanned == {"docs", "refdecode", "mkdocs.yml", "tools"}  # mkdocs.yml: the Chinese nav labels
     assert "擎" in tool.cjk_characters()                             # 推理引擎, a nav label only
+    assert "暂" in tool.cjk_characters()                             # 本页暂无中文版: the notice hook only
     assert set("没有找到符合条件的结果") <= set(tool.cjk_characters())  # the theme's Chinese search message
     text = (ROOT / "refdecode" / "model" / "kv_cache.py").read_text("utf-8")
     assert set(tool.CJK.findall(text)) <= set(tool.cjk_characters()) and tool.CJK.findall(text)

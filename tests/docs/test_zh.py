@@ -179,3 +179,89 @@ def test_every_nav_label_and_section_has_a_chinese_label():
     assert len(labels) > 50
     missing = [label for label in labels if label not in translations]   # ("2 · token → logits" has no CJK)
     assert not missing, missing
+
+
+# Every English page has its Chinese edition; while one has none, the zh site says so in Chinese (the notice hook).
+
+spec = importlib.util.spec_from_file_location("zh_notice", ROOT / "tools" / "docs" / "zh_notice.py")
+zh_notice = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(zh_notice)
+#: the course pages' Chinese editions (docs/course/x.zh.md), which the tests above (docs/*.zh.md) do not see
+COURSE_ZH = sorted((DOCS / "course").glob("*.zh.md"))
+
+
+def english_pages() -> list[str]:
+    """Every English page of the site, as a path under docs/ (mkdocs.yml's ``exclude_docs`` are not pages)."""
+    config = (ROOT / "mkdocs.yml").read_text("utf-8")
+    block = re.search(r"^exclude_docs: \|\n((?:  .*\n)+)", config, re.M)
+    excluded = {line.strip() for line in block.group(1).splitlines()} if block else set()
+    pages = (p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if not p.name.endswith(".zh.md"))
+    return sorted(p for p in pages if p not in excluded)
+
+
+def han_share(text: str) -> tuple[int, float]:
+    """(Chinese characters, their share of the letters) in the prose: shared parts, inline code, link targets,
+    ``:::`` lines, ``{#id}``, inline math, HTML tags and URLs removed."""
+    for part in shared_parts(text):
+        text = text.replace(part, "")
+    prose = re.sub(r"`[^`\n]*`|\]\([^)]*\)|^:::.*$|\{#[\w-]+\}|\\\(.*?\\\)|<[^>]+>|https?://\S+", "", text, flags=re.M)
+    han, latin = len(re.findall(r"[\u4e00-\u9fff]", prose)), len(re.findall(r"[A-Za-z]", prose))
+    return han, han / max(1, han + latin)
+
+
+def test_every_english_page_has_a_chinese_edition_or_a_chinese_notice():
+    """A twin holds real Chinese prose (at least 200 Chinese characters, 30 % of the letters: the translated pages
+    hold 41-75 %, the English ones at most 2 %); a page without one is listed in tools/docs/zh_notice.py with its
+    reason, which the zh site shows in Chinese at its top."""
+    pages = english_pages()
+    assert len(pages) > 40 and "course/lecture.md" in pages and "course/slides.md" not in pages
+    for page in pages:
+        twin = DOCS / page.replace(".md", ".zh.md")
+        if twin.is_file():
+            han, share = han_share(twin.read_text("utf-8"))
+            assert han >= 200 and share >= 0.3, f"{twin.name}: {han} Chinese characters, {share:.0%} of the letters"
+        else:
+            assert page in zh_notice.ENGLISH_ONLY, f"docs/{page} has neither a .zh.md twin nor a notice"
+    stale = [p for p in zh_notice.ENGLISH_ONLY if p not in pages or (DOCS / p.replace(".md", ".zh.md")).is_file()]
+    assert not stale, f"tools/docs/zh_notice.py lists pages that have a twin or do not exist: {stale}"
+    for page in zh_notice.ENGLISH_ONLY:
+        han, share = han_share(zh_notice.notice(page))
+        assert han >= 20 and share >= 0.5, zh_notice.notice(page)
+    assert han_share((DOCS / "greedy.md").read_text("utf-8"))[1] < 0.05    # an English page does not pass
+
+
+def test_the_notice_tops_the_zh_copy_of_an_english_only_page_and_nothing_else():
+    """mkdocs-static-i18n marks each file it builds: ``locale`` (the file's language), ``locale_alternate_of``
+    (the build's); the hook adds the notice only where a zh build reads an English file."""
+    from types import SimpleNamespace
+
+    def page(locale, build):
+        return SimpleNamespace(file=SimpleNamespace(src_uri="engines.md", locale=locale, locale_alternate_of=build))
+
+    text = (DOCS / "engines.md").read_text("utf-8")
+    out = zh_notice.on_page_markdown(text, page("en", "zh"))
+    title, rest = out.split("\n", 1)
+    assert title == text.split("\n", 1)[0] and title.startswith("# ")
+    assert rest.lstrip("\n").startswith('!!! note "本页暂无中文版"\n    下面是英文原文。本页由')
+    assert out.replace("\n" + zh_notice.notice("engines.md") + "\n", "", 1) == text         # nothing else changed
+    assert zh_notice.on_page_markdown(text, page("en", "en")) == text            # the English site
+    assert zh_notice.on_page_markdown("# 贪心搜索\n", page("zh", "zh")) == "# 贪心搜索\n"   # a translated page
+    assert "中文版还没有写成" in zh_notice.with_notice("no title", "new-page.md")
+    hooks = re.search(r"^hooks:\n((?:  - .*\n)+)", (ROOT / "mkdocs.yml").read_text("utf-8"), re.M).group(1)
+    assert "tools/docs/zh_notice.py" in hooks
+
+
+@pytest.mark.parametrize("page", COURSE_ZH, ids=[p.name for p in COURSE_ZH])
+def test_a_course_page_in_chinese_keeps_the_english_code_anchors_and_punctuation(page):
+    """The course pages' twins follow the rules of the pages above: the English page's shared parts byte for byte
+    (tests/docs/test_course.py runs the English page's examples and commands, so these run too), its anchors,
+    full-width punctuation after Chinese text."""
+    en_text, zh_text = english(page).read_text("utf-8"), page.read_text("utf-8")
+    assert shared_parts(zh_text) == shared_parts(en_text), f"{page.name}: code/math/pictures differ from English"
+    missing = anchors(en_text) - anchors(zh_text)
+    assert not missing, f"{page.name}: add {{#id}} to the heading of each of {sorted(missing)}"
+    prose = zh_text
+    for part in shared_parts(prose):
+        prose = prose.replace(part, "")
+    prose = re.sub(r"`[^`]*`|\]\([^)]*\)", "", prose)
+    assert not re.findall(r"[\u4e00-\u9fff][,;:](?!//)", prose), f"{page.name}: half-width punctuation after Chinese"

@@ -37,9 +37,10 @@ THEME_UI_ZH = ("、。一上下不个主于享仓代以件元入关内再分创�
 
 
 def sources() -> list[Path]:
-    """The files whose text reaches the site: the pages, the docstrings mkdocstrings renders, and mkdocs.yml
-    (the Chinese nav labels and site description)."""
-    return sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "refdecode").rglob("*.py")) + [ROOT / "mkdocs.yml"]
+    """The files whose text reaches the site: the pages, the docstrings mkdocstrings renders, mkdocs.yml
+    (the Chinese nav labels and site description) and the hook that writes a Chinese notice into pages."""
+    return (sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "refdecode").rglob("*.py"))
+            + [ROOT / "mkdocs.yml", ROOT / "tools" / "docs" / "zh_notice.py"])
 
 
 def cjk_characters() -> list[str]:
