@@ -159,8 +159,8 @@ def stable_sort(x: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np
     """``torch.sort(x, dim=-1, descending=descending)`` for float32 (B, V) with ties in id order: (values, indices).
 
     torch's own order for rows of up to 16 entries (its CPU sort is then stable). Above 16, torch's introsort
-    orders tied entries differently; computing that order for every tie group of a row costs ten times the
-    sort (every -inf after top-k is one group), and a rule only sees it where a mask splits a tie group. So
+    orders tied entries differently; computing that order for every tie group of a row costs several times
+    the sort (every -inf after top-k is one group), and a rule only sees it where a mask splits a tie group. So
     this sort is paired with :func:`scatter_with_torch_ties`, which puts the tie group at each split in
     torch's order on the way back to token order. A rule that reads the sorted indices in any other way
     needs :func:`~refdecode.numerics.introsort.torch_cpu_sort_order`.
