@@ -16,6 +16,9 @@ from refdecode.reference.conformance.serve import answer
 UNIT_TYPES = select("processors_and_warpers,beam_hypotheses")
 DECODE_TYPES = [t for t in select(None) if t not in UNIT_TYPES]  # the opt-in groups need uncommitted checkpoints
 DECODE_LIMIT = 5
+#: the case types examples/conformance-js/ implements (it answers ``unsupported`` to the rest)
+JS_TYPES = ["temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "min_length", "min_new_tokens",
+            "hamming_diversity", "log_softmax", "beam_hypotheses", "beam_scorer", "greedy", "sample", "beam_search"]
 
 @pytest.fixture(scope="session")
 def unit_suite(tmp_path_factory):

@@ -104,7 +104,7 @@ def speculative_sampling(candidates: np.ndarray, candidate_scores: np.ndarray, n
         the accepted tokens int64 (n + 1,) and n.
     """
     c = candidates.shape[0]
-    q, p = softmax(candidate_scores), softmax(new_scores)  # (c, V), (c + 1, V)
+    q, p = softmax(candidate_scores), softmax(new_scores)  # (c, V), (c + 1, V); NumPy's, as every draw's
     ratio = p[np.arange(c), candidates] / q[np.arange(c), candidates]  # p_i(x_i) / q_i(x_i), (c,)
     accepted = uniform(c, rng) <= ratio
     n = int((np.cumsum(~accepted) < 1).sum())  # accepted up to the first rejection

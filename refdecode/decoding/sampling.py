@@ -65,7 +65,7 @@ def sample(model: Any, input_ids: np.ndarray, logits_processor: Any = None, stop
         next_scores = check_no_nan(logits_warper(input_ids, processed, recorder=recorder), input_ids.shape[1], model,
                                    logits)
         scores, raw_logits = collect(scores, next_scores), collect(raw_logits, logits)
-        # 3) selection: one draw per row from softmax of the warped scores
+        # 3) selection: one draw per row from softmax of the warped scores (NumPy's, as every draw: docs/sampling.md)
         next_tokens = checked_draw(draw, softmax(next_scores), 1, False, rng)[:, 0]  # (N, 1) -> (N,)
         # 4) bookkeeping: finished rows get pad, append (N, T) -> (N, T+1), stream; 5) stopping: a row is finished
         #    once it emitted eos or a criterion stops it (the batch, or per row)

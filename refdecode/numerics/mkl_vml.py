@@ -16,14 +16,14 @@ beyond :math:`\pm 87.34`, a ``sqrt`` argument within 4,095 ulp of the largest fl
 (``vsexp_cout_rare``, ``vsln_cout_rare``, ``vssqrt_cout_rare``) that computes in float64 and rounds once to
 float32; there float64 NumPy stands in (:func:`_rare`), equal on every such input.
 
-- ``exp`` (:func:`mkl_exp`): :math:`t = x \cdot 128/\ln 2 + 1.5 \cdot 2^{23}` (the integer
+- ``exp`` (:func:`torch_exp`): :math:`t = x \cdot 128/\ln 2 + 1.5 \cdot 2^{23}` (the integer
   :math:`k = \mathrm{rint}(128 x / \ln 2)` in the low bits), :math:`r = (x - k \cdot L_{hi}) - k \cdot L_{lo}`,
   :math:`p = r^2/2 + r`, :math:`e^x = 2^{\lfloor k/128 \rfloor} \cdot ((p \cdot T_j + T'_j) + T_j)` with
   :math:`j = k \bmod 128` and :math:`T_j + T'_j = 2^{j/128}` (``vsexp_data``, a float32 pair per entry).
-- ``log`` (:func:`mkl_log`): :math:`x = 2^k m` with :math:`m \in [2/3, 4/3)` (integer arithmetic on the bits),
+- ``log`` (:func:`torch_log`): :math:`x = 2^k m` with :math:`m \in [2/3, 4/3)` (integer arithmetic on the bits),
   :math:`f = m - 1`, a degree-10 polynomial :math:`f + f^2 P(f)` by Horner, then
   :math:`k \cdot \ln2_{hi} + (k \cdot \ln2_{lo} + \ldots)`.
-- ``sqrt`` (:func:`mkl_sqrt`): the CPU's ``rsqrtps`` estimate :math:`y \approx 1/\sqrt{x}` (12 bits), then
+- ``sqrt`` (:func:`torch_sqrt`): the CPU's ``rsqrtps`` estimate :math:`y \approx 1/\sqrt{x}` (12 bits), then
   :math:`s = x y`, :math:`h = y/2`, :math:`e = 1/2 - s h`, :math:`s_1 = s e + s`, :math:`h_1 = h e + h`,
   :math:`\sqrt{x} \approx (x - s_1^2) h_1 + s_1`. Not correctly rounded (17.1% of the positive finite float32 inputs
   end one ulp off), and the bits depend on ``rsqrtps``, which the x86 manuals specify only to 12 bits: each CPU
@@ -45,7 +45,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 
-__all__ = ["mkl_exp", "mkl_log", "mkl_sqrt", "rsqrtps"]
+__all__ = ["torch_exp", "torch_log", "torch_sqrt", "rsqrtps"]
 
 _F32 = np.float32
 _U32 = np.uint32
@@ -94,13 +94,13 @@ _EXP_HI, _EXP_LO = _exp_table()
 _EXP_LIMIT = 0x42AEAC4F  # |x| above 87.3365 (bits & 0x7ffffff0 compared): the scalar routine
 
 
-def mkl_exp(x: np.ndarray) -> np.ndarray:
+def torch_exp(x: np.ndarray) -> np.ndarray:
     """``torch.exp`` of float32 on the CPU (``vmsExp``, MKL's ``EX`` kernel), bit for bit.
 
     Correctly rounded on about 99% of inputs, else one ulp off:
 
     >>> x = np.array([0.0, -1.0, -1.4, -np.inf], dtype=np.float32)
-    >>> mkl_exp(x)
+    >>> torch_exp(x)
     array([1.        , 0.36787945, 0.24659696, 0.        ], dtype=float32)
     >>> np.exp(x.astype(np.float64)).astype(np.float32)              # correctly rounded
     array([1.        , 0.36787945, 0.24659698, 0.        ], dtype=float32)
@@ -130,10 +130,10 @@ _LOG_LN2_HI, _LOG_LN2_LO = _hex(0x3F317200), _hex(0x35BFBE8E)
 _TWO_THIRDS = 0x3F2AAAAB  # the bits of float32(2/3)
 
 
-def mkl_log(x: np.ndarray) -> np.ndarray:
+def torch_log(x: np.ndarray) -> np.ndarray:
     """``torch.log`` of float32 on the CPU (``vmsLn``, MKL's ``EX`` kernel), bit for bit.
 
-    >>> mkl_log(np.array([1.0, 1.5, 0.0, -1.0], dtype=np.float32))
+    >>> torch_log(np.array([1.0, 1.5, 0.0, -1.0], dtype=np.float32))
     array([0.        , 0.40546513,       -inf,        nan], dtype=float32)
     >>> np.float32(np.log(1.5))                                        # correctly rounded
     np.float32(0.4054651)
@@ -194,13 +194,13 @@ def rsqrtps(x: np.ndarray) -> np.ndarray:
     return (entry - (half_power << 23)).astype(_U32).view(_F32)
 
 
-def mkl_sqrt(x: np.ndarray) -> np.ndarray:
+def torch_sqrt(x: np.ndarray) -> np.ndarray:
     """``torch.sqrt`` of float32 on the CPU (``vmsSqrt``, MKL's ``EX`` kernel on this CPU), bit for bit.
 
     One Newton step on ``rsqrtps``'s estimate, then a correction; on 0.2 it lands one ulp above the correctly
     rounded root:
 
-    >>> mkl_sqrt(np.array([0.2, 4.0, 0.0, -1.0], dtype=np.float32))
+    >>> torch_sqrt(np.array([0.2, 4.0, 0.0, -1.0], dtype=np.float32))
     array([0.44721362, 2.        , 0.        ,        nan], dtype=float32)
     >>> np.sqrt(np.float32(0.2))                                       # correctly rounded
     np.float32(0.4472136)

@@ -30,17 +30,15 @@ gives NaN, as torch does. Docs: docs/last-bit.md.
 
 from __future__ import annotations
 
-import functools
-import inspect
-from typing import Callable, TypeVar
+from typing import Callable
 
 import numpy as np
 
 from .introsort import torch_order_at_cut
 from .sleef import sleef_expf, sleef_logf
 
-__all__ = ["LANES", "lane_sum", "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter",
-           "on_finite_support"]
+__all__ = ["LANES", "lane_sum", "torch_softmax", "torch_log_softmax", "torch_cumsum", "stable_sort",
+           "scatter_with_torch_ties", "on_finite_support"]
 
 _F32 = np.float32
 
@@ -157,14 +155,17 @@ def torch_cumsum(probs: np.ndarray) -> np.ndarray:
     return out
 
 
-def torch_sort(x: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """``torch.sort(x, dim=-1, descending=descending)`` for float32 (B, V): (values, indices), ties in id order.
+def stable_sort(x: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``torch.sort(x, dim=-1, descending=descending)`` for float32 (B, V) with ties in id order: (values, indices).
 
-    A stable sort: torch's order for rows of up to 16 entries. Above, torch's introsort orders ties
-    differently, but a rule only sees that where a mask splits a tie group, so :func:`torch_scatter`
-    puts the tie group at each split in torch's order before scattering back.
+    torch's own order for rows of up to 16 entries (its CPU sort is then stable). Above 16, torch's introsort
+    orders tied entries differently; computing that order for every tie group of a row costs several times
+    the sort (every -inf after top-k is one group), and a rule only sees it where a mask splits a tie group. So
+    this sort is paired with :func:`scatter_with_torch_ties`, which puts the tie group at each split in
+    torch's order on the way back to token order. A rule that reads the sorted indices in any other way
+    needs :func:`~refdecode.numerics.introsort.torch_cpu_sort_order`.
 
-    >>> torch_sort(np.array([[2.0, -np.inf, 1.0]], dtype=np.float32))
+    >>> stable_sort(np.array([[2.0, -np.inf, 1.0]], dtype=np.float32))
     (array([[-inf,   1.,   2.]], dtype=float32), array([[1, 2, 0]]))
     """
     keys = -x if descending else x  # negation is exact and keeps ties; -(-inf) sorts last, NaN last either way
@@ -187,20 +188,23 @@ def torch_sort(x: np.ndarray, descending: bool = False) -> tuple[np.ndarray, np.
     return values, indices
 
 
-def torch_scatter(sorted_mask: np.ndarray, indices: np.ndarray, x: np.ndarray, descending: bool = False) -> np.ndarray:
-    """``sorted_mask.scatter(1, indices, sorted_mask)``: a mask in sorted order back to token order, bool (B, V).
+def scatter_with_torch_ties(sorted_mask: np.ndarray, sorted_indices: np.ndarray, x: np.ndarray,
+                            descending: bool = False) -> np.ndarray:
+    """``sorted_mask.scatter(1, sorted_indices, sorted_mask)`` with torch's sort order where the mask splits a tie
+    group: a mask in sorted order back to token order, bool (B, V).
 
-    ``indices`` from :func:`torch_sort` of ``x``. Where the mask flips inside a tie group, the tied ids on
-    each side are torch's choice (rows over 16 entries): they are put in torch's CPU order first
-    (:func:`~refdecode.numerics.introsort.torch_order_at_cut`). ``indices`` is not modified.
+    ``sorted_indices``: from :func:`stable_sort` of ``x`` (with the same ``descending``). Where the mask
+    flips inside a tie group, which tied ids fall on each side is torch's CPU sort's choice (rows over 16
+    entries): the group is put in that order first
+    (:func:`~refdecode.numerics.introsort.torch_order_at_cut`). ``sorted_indices`` is not modified.
 
     >>> x = np.zeros((1, 17), dtype=np.float32)
-    >>> values, indices = torch_sort(x)
-    >>> np.flatnonzero(~torch_scatter(np.arange(17) < 8, indices, x))   # 4.38.2's top-p 0.5 keeps these
+    >>> values, indices = stable_sort(x)
+    >>> np.flatnonzero(~scatter_with_torch_ties(np.arange(17) < 8, indices, x))   # 4.38.2's top-p 0.5 keeps these
     array([0, 1, 2, 3, 4, 5, 6, 7, 9])
     """
-    sorted_mask = np.broadcast_to(sorted_mask, indices.shape)
-    indices = indices.copy()
+    sorted_mask = np.broadcast_to(sorted_mask, sorted_indices.shape)
+    indices = sorted_indices.copy()
     for b in range(indices.shape[0]):
         for cut in np.flatnonzero(sorted_mask[b, 1:] != sorted_mask[b, :-1]).tolist():
             torch_order_at_cut(x[b], indices[b], cut + 1, descending)
@@ -209,54 +213,48 @@ def torch_scatter(sorted_mask: np.ndarray, indices: np.ndarray, x: np.ndarray, d
     return out
 
 
-Rule = TypeVar("Rule", bound=Callable[..., np.ndarray])
 _PHASE = 16  # both lane widths divide it
 
 
-def on_finite_support(rule: Rule) -> Rule:
-    """Decorator, a speed-up that gives the same bits: run a row rule on its rows' finite entries only.
+def on_finite_support(rule: Callable[[np.ndarray], np.ndarray], scores: np.ndarray) -> np.ndarray:
+    """``rule(scores)``, computed on the rows' finite entries only: a speed-up that gives the same bits.
 
     After top-k (on by default when sampling) 50 of GPT-2's 50,257 scores are finite; a rule that sorts,
     softmaxes and cumsums whole rows (top-p) spends its time on the ``-inf`` ones. This runs ``rule`` instead on
     rows of L entries, ``-inf`` first, then the row's finite entries in id order, with L = V modulo 16, and
-    spreads the result back (``-inf`` elsewhere). The rule gives the same bits on the finite entries when:
+    spreads the result back (``-inf`` elsewhere). ``rule`` maps float32 (B, V) scores to new ones; it gives the
+    same bits on the finite entries when:
 
-    - it is built, as top-p is, from an ascending :func:`torch_sort`, :func:`torch_softmax`, :func:`torch_cumsum`,
-      comparisons, masks at positions counted from the end of the sorted row, and :func:`torch_scatter`: the
-      ``-inf`` entries sort first, so the finite ones end the row at the same positions modulo 16, in the same
-      SIMD lanes of :func:`lane_sum` (its result would not change with a shift anyway: the lanes rotate and
-      the halving fold adds the same pairs), and the ``-inf`` ones have exp 0, which adds exactly 0 to the
+    - it is built, as top-p is, from an ascending :func:`stable_sort`, :func:`torch_softmax`, :func:`torch_cumsum`,
+      comparisons, masks at positions counted from the end of the sorted row, and :func:`scatter_with_torch_ties`:
+      the ``-inf`` entries sort first, so the finite ones end the row at the same positions modulo 16, in the
+      same SIMD lanes of :func:`lane_sum` (its result would not change with a shift anyway: the lanes rotate
+      and the halving fold adds the same pairs), and the ``-inf`` ones have exp 0, which adds exactly 0 to the
       lane sums and to the cumulative sums;
-    - ``filter_value`` is ``-inf`` (checked here): a ``-inf`` entry comes out ``-inf`` whether the rule keeps
-      or removes it, so which ones it keeps (``min_tokens_to_keep`` above the finite count) does not matter;
+    - it removes a token by setting it to ``-inf`` (the CALLER checks that: a warper whose ``filter_value`` is
+      ``-inf``): a ``-inf`` entry comes out ``-inf`` whether the rule keeps or removes it, so which ones it
+      keeps (``min_tokens_to_keep`` above the finite count) does not matter;
     - no tie group among the finite entries is split into kept and removed (checked on the result): torch's
-      order of such a group is the full row's (:func:`torch_scatter`); otherwise the full rows run.
+      order of such a group is the full row's (:func:`scatter_with_torch_ties`); otherwise the full rows run.
 
-    Rows with NaN or ``+inf``, or more than a quarter finite, run whole too. Tested against the whole rows on
-    random, tied, textbook and GPT-2-sized rows (tests/numerics/test_torch_cpu.py).
+    Rows with NaN or ``+inf``, or more than a quarter finite, run whole too, and so does anything but a float32
+    (B, V) array (the rule's own checks then speak). Tested against the whole rows on random, tied, textbook and
+    GPT-2-sized rows (tests/numerics/test_torch_cpu.py).
     """
-    parameter = inspect.signature(rule).parameters["filter_value"]
-    position = list(inspect.signature(rule).parameters).index("filter_value")
-
-    @functools.wraps(rule)
-    def on_support(scores, *args, **kwargs):
-        given = args[position - 1] if len(args) >= position else kwargs.get("filter_value", parameter.default)
-        support = _finite_support(scores) if given == -np.inf else None
-        if support is None:
-            return rule(scores, *args, **kwargs)
-        rows, ids, columns, starts, compact = support
-        result = rule(compact, *args, **kwargs)[rows, columns]
-        kept = result != -np.inf  # the finite entries the rule keeps
-        values = scores[rows, ids]
-        for b in range(scores.shape[0]):
-            row_values, row_kept = values[starts[b] : starts[b + 1]], kept[starts[b] : starts[b + 1]]
-            if _shared(row_values[row_kept], row_values[~row_kept]):  # a tie group split at a cut
-                return rule(scores, *args, **kwargs)
-        out = np.full(scores.shape, -np.inf, _F32)
-        out[rows, ids] = result
-        return out
-
-    return on_support  # type: ignore[return-value]
+    support = _finite_support(scores)
+    if support is None:
+        return rule(scores)
+    rows, ids, columns, starts, compact = support
+    result = rule(compact)[rows, columns]
+    kept = result != -np.inf  # the finite entries the rule keeps
+    values = scores[rows, ids]
+    for b in range(scores.shape[0]):
+        row_values, row_kept = values[starts[b] : starts[b + 1]], kept[starts[b] : starts[b + 1]]
+        if _shared(row_values[row_kept], row_values[~row_kept]):  # a tie group split at a cut
+            return rule(scores)
+    out = np.full(scores.shape, -np.inf, _F32)
+    out[rows, ids] = result
+    return out
 
 
 def _shared(a: np.ndarray, b: np.ndarray) -> bool:
@@ -269,6 +267,8 @@ def _shared(a: np.ndarray, b: np.ndarray) -> bool:
 def _finite_support(scores: np.ndarray) -> tuple[np.ndarray, ...] | None:
     """(row, id, compact column) of every finite entry, where each row's entries start, and the compact rows;
     None where the whole rows must run."""
+    if not isinstance(scores, np.ndarray) or scores.dtype != _F32 or scores.ndim != 2:
+        return None
     batch, vocab = scores.shape
     if scores.size == 0 or not np.isfinite(scores.max(axis=-1)).all():  # NaN, +inf or an all -inf row
         return None

@@ -22,20 +22,19 @@ and several threads, torch splits the row across threads (``two_pass_reduction``
 
 **The elementwise exp, log and sqrt** are torch's unary kernels, which on torch's CPU build call MKL's VML
 (``vmsExp``, ``vmsLn``, ``vmsSqrt``): their bits are neither SLEEF's, glibc's nor NumPy's (``torch.sqrt`` is not
-correctly rounded on about one float32 input in six). :func:`vml_exp`, :func:`vml_log` and :func:`vml_sqrt` give
-them bit for bit: ``mkl_vml.py`` writes out the kernels MKL runs on the reference CPU. So :func:`torch_sum`,
-:func:`torch_logsumexp` and :func:`categorical_entropy` are exact. Docs: docs/last-bit.md.
+correctly rounded on about one float32 input in six). ``torch_exp``, ``torch_log`` and ``torch_sqrt`` of
+``mkl_vml.py`` give them bit for bit (it writes out the kernels MKL runs on the reference CPU). So
+:func:`torch_sum`, :func:`torch_logsumexp` and :func:`categorical_entropy` are exact. Docs: docs/last-bit.md.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .mkl_vml import mkl_exp, mkl_log, mkl_sqrt
+from .mkl_vml import torch_exp, torch_log
 from .torch_cpu import DEFAULT_CAPABILITY, torch_softmax
 
-__all__ = ["SUM_LANES", "torch_sum", "torch_nansum", "torch_logsumexp", "categorical_entropy",
-           "vml_exp", "vml_log", "vml_sqrt"]
+__all__ = ["SUM_LANES", "torch_sum", "torch_nansum", "torch_logsumexp", "categorical_entropy"]
 
 _F32 = np.float32
 #: ``Vectorized<float>`` lanes of the sum kernel under either capability: ATen registers ``sum_stub`` without its
@@ -44,31 +43,6 @@ _F32 = np.float32
 SUM_LANES = 8
 _ILP = 4  # row_sum's ilp_factor: four accumulators
 _LEVELS = 4  # multi_row_sum's num_levels
-
-
-# ----------------------------------------------------------------------------------------------
-# the elementwise stand-ins
-
-
-def vml_exp(x: np.ndarray) -> np.ndarray:
-    """``torch.exp`` of float32 on the CPU (MKL's ``vmsExp``), bit for bit: :func:`~refdecode.numerics.mkl_vml.mkl_exp`.
-    float32 (...) -> float32 (...).
-
-    >>> vml_exp(np.array([0.0, -1.0, -np.inf], dtype=np.float32))
-    array([1.        , 0.36787945, 0.        ], dtype=float32)
-    """
-    return mkl_exp(x)
-
-
-def vml_log(x: np.ndarray) -> np.ndarray:
-    """``torch.log`` of float32 on the CPU (MKL's ``vmsLn``), bit for bit: :func:`~refdecode.numerics.mkl_vml.mkl_log`."""
-    return mkl_log(x)
-
-
-def vml_sqrt(x: np.ndarray) -> np.ndarray:
-    """``torch.sqrt`` of float32 on the CPU (MKL's ``vmsSqrt``, not correctly rounded: 17% of inputs land one
-    ulp away), bit for bit: :func:`~refdecode.numerics.mkl_vml.mkl_sqrt`."""
-    return mkl_sqrt(x)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -171,8 +145,8 @@ def torch_logsumexp(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     m = x.max(axis=-1, keepdims=True)
     m = np.where(np.abs(m) == np.inf, _F32(0), m)  # masked_fill_(maxes.abs() == INFINITY, 0)
-    total = torch_sum(vml_exp(x - m))
-    return vml_log(total) + m[..., 0]
+    total = torch_sum(torch_exp(x - m))
+    return torch_log(total) + m[..., 0]
 
 
 def categorical_entropy(x: np.ndarray, capability: str = DEFAULT_CAPABILITY) -> np.ndarray:

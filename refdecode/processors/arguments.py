@@ -21,8 +21,8 @@ import numpy as np
 
 from ..validation import is_float, is_integer, is_number
 
-__all__ = ["check_count", "check_positive_float", "check_scores", "checks_scores", "check_input_ids",
-           "check_vocab_ids", "check_filter_value"]
+__all__ = ["check_count", "check_positive_float", "check_scores", "checks_scores", "check_distributions",
+           "checks_distributions", "check_input_ids", "check_vocab_ids", "check_filter_value"]
 
 Rule = TypeVar("Rule", bound=Callable[..., np.ndarray])
 
@@ -67,7 +67,7 @@ def checks_scores(rule: Rule) -> Rule:
 
         @checks_scores
         def top_p_warp(scores, top_p, filter_value=-inf, min_tokens_to_keep=1):
-            sorted_logits, sorted_indices = torch_sort(scores)   # the rule, from its first line
+            sorted_logits, sorted_indices = stable_sort(scores)   # the rule, from its first line
             ...
 
     ``functools.wraps`` keeps the rule's name, docstring (and so its doctests) and signature.
@@ -88,6 +88,34 @@ def checks_scores(rule: Rule) -> Rule:
         if "filter_value" in given:
             check_filter_value(given["filter_value"])
         return rule(check_scores(scores), *args, **kwargs)
+
+    return checked  # type: ignore[return-value]
+
+
+def check_distributions(scores: np.ndarray) -> np.ndarray:
+    """Every row of float32 (B, V) ``scores`` must be a distribution: a finite entry and no NaN, else a ValueError.
+
+    What ``torch.distributions.Categorical(logits=scores)`` refuses (its argument check), for the rules that
+    build one (eta's entropy)."""
+    if not (np.isfinite(scores).any(axis=-1) & ~np.isnan(scores).any(axis=-1)).all():
+        raise ValueError("eta sampling needs a distribution in every row, but `scores` has a row that is all -inf "
+                         "or holds NaN (torch's Categorical refuses it too)")
+    return scores
+
+
+def checks_distributions(rule: Rule) -> Rule:
+    """Decorator: :func:`check_distributions` on a rule's first argument before the rule runs (below
+    :func:`checks_scores`, which checks the array first), so the rule's body holds no guard.
+
+    >>> rule = checks_distributions(lambda scores: scores)
+    >>> rule(np.full((1, 2), -np.inf, dtype=np.float32))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: eta sampling needs a distribution in every row, but `scores` has a row that is all -inf ...
+    """
+
+    @functools.wraps(rule)
+    def checked(scores, *args, **kwargs):
+        return rule(check_distributions(scores), *args, **kwargs)
 
     return checked  # type: ignore[return-value]
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import on_finite_support, softmax, torch_cumsum, torch_scatter, torch_softmax, torch_sort
+from ..numerics import on_finite_support, scatter_with_torch_ties, softmax, stable_sort, torch_cumsum, torch_softmax
 from ..validation import is_float, is_number, warn
 from .arguments import check_count, check_filter_value, check_positive_float, check_scores, checks_scores
 from .logits_process import LogitsProcessor
@@ -119,7 +119,6 @@ def top_k_warp(
 
 
 @checks_scores
-@on_finite_support
 def top_p_warp(
     scores: np.ndarray, top_p: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1
 ) -> np.ndarray:
@@ -137,8 +136,9 @@ def top_p_warp(
 
     The float details are torch's on the CPU, from the numerics wing (docs/last-bit.md): ``torch_softmax``
     (bit for bit: on round probabilities the cumulative sum lands exactly on the threshold, and its last
-    bit decides), ``torch_cumsum`` (float64 accumulator), ``torch_sort`` / ``torch_scatter`` (ties in
-    torch's CPU order where the cut splits them); the threshold is ``float32(1 - top_p)``.
+    bit decides), ``torch_cumsum`` (float64 accumulator), and ``torch.sort`` as a pair: ``stable_sort``
+    (ties in id order), whose ``scatter_with_torch_ties`` back to token order puts a tie group the cut
+    splits in torch's CPU order; the threshold is ``float32(1 - top_p)``.
 
     transformers 4.38.2 ``TopPLogitsWarper``; the 4.26 walkthrough, "TopPLogitsWarper".
 
@@ -172,13 +172,14 @@ def top_p_warp(
     >>> kept(top_p_warp(np.zeros((1, 17), dtype=np.float32), 0.5))
     array([0, 1, 2, 3, 4, 5, 6, 7, 9])
     """
-    sorted_logits, sorted_indices = torch_sort(scores, descending=False)
+    sorted_logits, sorted_indices = stable_sort(scores, descending=False)
     cumulative_probs = torch_cumsum(torch_softmax(sorted_logits))
     # Remove tokens with cumulative top_p above the threshold (token with 0 are kept)
     sorted_indices_to_remove = cumulative_probs <= np.float32(1.0 - top_p)
     # Keep at least min_tokens_to_keep
     sorted_indices_to_remove[..., -min_tokens_to_keep:] = False
-    indices_to_remove = torch_scatter(sorted_indices_to_remove, sorted_indices, scores)  # sorted -> token order
+    # scatter sorted to original indexing (a tie group the cut splits: torch's order decides, not the id order)
+    indices_to_remove = scatter_with_torch_ties(sorted_indices_to_remove, sorted_indices, scores)
     return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 
@@ -301,7 +302,12 @@ class TopKLogitsWarper(LogitsWarper):
 
 
 class TopPLogitsWarper(LogitsWarper):
-    """transformers' nucleus filter; see :func:`top_p_warp`. ``top_p`` in [0, 1] (both ends allowed)."""
+    """transformers' nucleus filter; see :func:`top_p_warp`. ``top_p`` in [0, 1] (both ends allowed).
+
+    With ``filter_value = -inf`` (the default) a call runs the rule on each row's finite entries only
+    (:func:`~refdecode.numerics.torch_cpu.on_finite_support`: after top-k, 50 of GPT-2's 50,257), which gives
+    the whole rows' bits; a finite ``filter_value`` runs the whole rows.
+    """
 
     def __init__(self, top_p: float, filter_value: float = -float("inf"), min_tokens_to_keep: int = 1):
         if not is_number(top_p) or not 0.0 <= top_p <= 1.0:  # NaN fails too (transformers lets NaN through)
@@ -311,7 +317,10 @@ class TopPLogitsWarper(LogitsWarper):
         self.min_tokens_to_keep = check_count("min_tokens_to_keep", min_tokens_to_keep, minimum=1)
 
     def __call__(self, input_ids, scores, **kwargs):
-        return top_p_warp(scores, self.top_p, self.filter_value, self.min_tokens_to_keep)
+        def rule(rows):
+            return top_p_warp(rows, self.top_p, self.filter_value, self.min_tokens_to_keep)
+
+        return on_finite_support(rule, scores) if self.filter_value == -np.inf else rule(scores)
 
 
 def top_k_top_p_filtering(logits: np.ndarray, top_k: int = 0, top_p: float = 1.0, filter_value: float = -float("inf"),

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..numerics import (categorical_entropy, torch_cumsum, torch_log_softmax, torch_nansum, torch_scatter,
-                        torch_softmax, torch_sort, vml_exp, vml_sqrt)
+from ..numerics import (categorical_entropy, scatter_with_torch_ties, stable_sort, torch_cumsum, torch_exp,
+                        torch_log_softmax, torch_nansum, torch_softmax, torch_sqrt)
 from ..validation import is_integer, is_number
-from .arguments import check_filter_value, checks_scores
+from .arguments import check_filter_value, checks_distributions, checks_scores
 from .logits_warp import LogitsWarper
 
 __all__ = [
@@ -76,15 +76,16 @@ def typical_warp(scores: np.ndarray, mass: float, filter_value: float = -float("
     """
     normalized = torch_log_softmax(scores)
     with np.errstate(invalid="ignore"):  # -inf * 0 = NaN for removed tokens: nansum skips them, as torch's does
-        ent = -torch_nansum(normalized * vml_exp(normalized))[..., None]  # entropy, (B, 1)
+        ent = -torch_nansum(normalized * torch_exp(normalized))[..., None]  # entropy, (B, 1)
     shifted_scores = np.abs(-normalized - ent)
-    sorted_scores, sorted_indices = torch_sort(shifted_scores, descending=False)
+    sorted_scores, sorted_indices = stable_sort(shifted_scores, descending=False)
     sorted_logits = np.take_along_axis(scores, sorted_indices, axis=-1)
     cumulative_probs = torch_cumsum(torch_softmax(sorted_logits))
     last_ind = np.minimum((cumulative_probs < np.float32(mass)).sum(axis=-1), sorted_scores.shape[-1] - 1)
     sorted_indices_to_remove = sorted_scores > np.take_along_axis(sorted_scores, last_ind[:, None], axis=-1)
     sorted_indices_to_remove[..., :min_tokens_to_keep] = False
-    indices_to_remove = torch_scatter(sorted_indices_to_remove, sorted_indices, shifted_scores)
+    # scatter sorted to original indexing (the tie group min_tokens_to_keep splits: in torch's order)
+    indices_to_remove = scatter_with_torch_ties(sorted_indices_to_remove, sorted_indices, shifted_scores)
     return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 
@@ -111,6 +112,7 @@ def epsilon_warp(scores: np.ndarray, epsilon: float, filter_value: float = -floa
 
 
 @checks_scores
+@checks_distributions
 def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("inf"),
              min_tokens_to_keep: int = 1) -> np.ndarray:
     r"""Eta sampling: epsilon sampling with a cutoff that adapts to the entropy :math:`H` of the row.
@@ -122,7 +124,8 @@ def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("i
     cutoff, a peaked one the full :math:`\epsilon`. :math:`H` is computed as
     ``torch.distributions.Categorical(logits=scores).entropy()`` does (``scores - logsumexp(scores)``,
     clamped at the float32 minimum, so ``-inf`` tokens add 0; torch's sum order); ``epsilon`` is a float32
-    constant.
+    constant. A row that is all ``-inf`` or holds NaN has no entropy: it is refused at the door
+    (:func:`~refdecode.processors.arguments.checks_distributions`), as torch's ``Categorical`` refuses it.
 
     transformers 4.38.2 ``EtaLogitsWarper``; torch's elementwise ``exp`` and ``sqrt`` are MKL's ``vmsExp`` /
     ``vmsSqrt``, bit for bit from the numerics wing (``sqrt`` is not correctly rounded on about one input in
@@ -132,13 +135,10 @@ def eta_warp(scores: np.ndarray, epsilon: float, filter_value: float = -float("i
     >>> np.isfinite(eta_warp(s, 0.1))
     array([[ True,  True, False, False]])
     """
-    if not (np.isfinite(scores).any(axis=-1) & ~np.isnan(scores).any(axis=-1)).all():
-        raise ValueError("eta sampling needs a distribution in every row, but `scores` has a row that is all -inf "
-                         "or holds NaN (torch's Categorical refuses it too)")
     probabilities = torch_softmax(scores)
     entropy = categorical_entropy(scores)  # torch.distributions.Categorical(logits=scores).entropy(), (B,)
     eps = np.float32(epsilon)
-    eta = np.minimum(eps, vml_sqrt(eps) * vml_exp(-entropy))[..., None]  # (B, 1)
+    eta = np.minimum(eps, torch_sqrt(eps) * torch_exp(-entropy))[..., None]  # (B, 1)
     indices_to_remove = probabilities < eta
     top_k = min(min_tokens_to_keep, scores.shape[-1])
     indices_to_remove &= scores < np.partition(scores, -top_k, axis=-1)[..., -top_k, None]  # torch.topk's k-th
@@ -167,10 +167,11 @@ def min_p_warp(scores: np.ndarray, min_p: float, filter_value: float = -float("i
     probs = torch_softmax(scores)
     top_probs = probs.max(axis=-1, keepdims=True)
     tokens_to_remove = probs < np.float32(min_p) * top_probs
-    sorted_scores, sorted_indices = torch_sort(scores, descending=True)  # torch.argsort(scores, descending=True)
+    sorted_scores, sorted_indices = stable_sort(scores, descending=True)  # torch.argsort(scores, descending=True)
     sorted_indices_to_remove = np.take_along_axis(tokens_to_remove, sorted_indices, axis=-1)
     sorted_indices_to_remove[..., :min_tokens_to_keep] = False
-    indices_to_remove = torch_scatter(sorted_indices_to_remove, sorted_indices, scores, descending=True)
+    # scatter sorted to original indexing (the tie group min_tokens_to_keep splits: in torch's order)
+    indices_to_remove = scatter_with_torch_ties(sorted_indices_to_remove, sorted_indices, scores, descending=True)
     return np.where(indices_to_remove, np.float32(filter_value), scores)
 
 

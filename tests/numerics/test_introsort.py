@@ -111,7 +111,7 @@ def test_warper_goldens_need_torch_order(monkeypatch):
     sensitive = [c for c in META["warp"] if c["permutation_sensitive"]]
     assert len(sensitive) >= 20
     assert {c["class"] for c in sensitive} == set(WARPERS)
-    monkeypatch.setattr(torch_cpu, "torch_order_at_cut", lambda *a, **k: None)  # torch_scatter's tie repair
+    monkeypatch.setattr(torch_cpu, "torch_order_at_cut", lambda *a, **k: None)  # scatter_with_torch_ties's tie repair
     failed = 0
     for case in sensitive:
         try:

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from refdecode.numerics import softmax, torch_cumsum, torch_log_softmax, torch_scatter, torch_softmax, torch_sort
+from refdecode.numerics import (scatter_with_torch_ties, softmax, stable_sort, torch_cumsum, torch_log_softmax,
+                                torch_softmax)
 from refdecode.numerics.torch_cpu import LANES, lane_sum, on_finite_support
 from refdecode.processors.logits_warp import top_p_warp
 from refdecode.processors.truncation_warpers import typical_warp
@@ -135,12 +136,12 @@ def test_cumsum_accumulates_in_float64():
 
 def test_sort_and_scatter_follow_torch_on_ties():
     x = np.zeros((1, 17), np.float32)
-    values, indices = torch_sort(x)
+    values, indices = stable_sort(x)
     assert indices.tolist() == [list(range(17))]  # stable ...
-    kept = ~torch_scatter(np.arange(17) < 8, indices, x)  # ... until a cut splits the tie group
+    kept = ~scatter_with_torch_ties(np.arange(17) < 8, indices, x)  # ... until a cut splits the tie group
     assert np.flatnonzero(kept[0]).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 9]
     assert indices.tolist() == [list(range(17))]  # not modified
-    values, indices = torch_sort(np.array([[1.0, -np.inf, 3.0, -np.inf]], np.float32), descending=True)
+    values, indices = stable_sort(np.array([[1.0, -np.inf, 3.0, -np.inf]], np.float32), descending=True)
     assert indices.tolist() == [[2, 0, 1, 3]] and values[0, :2].tolist() == [3.0, 1.0]
 
 
@@ -163,10 +164,10 @@ def test_an_unknown_capability_is_refused():
 
 def top_p_rule(scores, top_p, filter_value=-np.inf, min_tokens_to_keep=1):
     """transformers 4.38.2's TopPLogitsWarper from the wing's functions, on whole rows (no speed-up)."""
-    sorted_logits, sorted_indices = torch_sort(scores, descending=False)
+    sorted_logits, sorted_indices = stable_sort(scores, descending=False)
     remove = torch_cumsum(torch_softmax(sorted_logits)) <= np.float32(1.0 - top_p)
     remove[..., -min_tokens_to_keep:] = False
-    return np.where(torch_scatter(remove, sorted_indices, scores), np.float32(filter_value), scores)
+    return np.where(scatter_with_torch_ties(remove, sorted_indices, scores), np.float32(filter_value), scores)
 
 
 def sparse_rows(rng: np.random.RandomState, batch: int, vocab: int, finite: int, ties: bool) -> np.ndarray:
@@ -182,29 +183,27 @@ def sparse_rows(rng: np.random.RandomState, batch: int, vocab: int, finite: int,
 @pytest.mark.parametrize("seed", range(3))
 def test_on_finite_support_gives_the_whole_rows_bits(seed):
     rng = np.random.RandomState(seed)
-    fast = on_finite_support(top_p_rule)
     for _ in range(30):
         vocab = int(rng.choice([40, 77, 300, 1000]))
         scores = sparse_rows(rng, rng.randint(1, 4), vocab, max(1, vocab // 5), ties=rng.rand() < 0.5)
         for top_p in (0.0, 0.25, 0.5, 0.9, 1.0):
             for m in (1, 3, 60):
-                np.testing.assert_array_equal(fast(scores, top_p, min_tokens_to_keep=m),
+                np.testing.assert_array_equal(fast(top_p_rule, scores, top_p, min_tokens_to_keep=m),
                                               top_p_rule(scores, top_p, min_tokens_to_keep=m))
 
 
 def test_on_finite_support_on_textbook_and_gpt2_sized_rows():
     """Round probabilities (the cut exactly on p) at every lane phase, and GPT-2-sized rows with top-k's 50."""
     rng = np.random.RandomState(10)
-    fast = on_finite_support(top_p_rule)
     textbook = [[0.3, 0.2, 0.2, 0.2, 0.1], [0.6, 0.3, 0.1], [0.5, 0.25, 0.125, 0.125], [0.4, 0.2, 0.15, 0.15, 0.1]]
     for shift in range(16):
         for probs in textbook:
             scores = np.full((1, 2000 - shift), -np.inf, np.float32)
             scores[0, rng.choice(scores.shape[1], len(probs), replace=False)] = np.log(np.array(probs, np.float32))
             for top_p in (0.5, 0.75, 0.8, 0.9):
-                np.testing.assert_array_equal(fast(scores, top_p), top_p_rule(scores, top_p))
+                np.testing.assert_array_equal(fast(top_p_rule, scores, top_p), top_p_rule(scores, top_p))
     scores = sparse_rows(rng, 3, 50257, 50, ties=False)
-    np.testing.assert_array_equal(fast(scores, 0.9), top_p_rule(scores, 0.9))
+    np.testing.assert_array_equal(fast(top_p_rule, scores, 0.9), top_p_rule(scores, 0.9))
 
 
 @pytest.mark.parametrize("cap", ["avx2", "avx512"])
@@ -213,35 +212,59 @@ def test_on_finite_support_keeps_every_bit_of_the_probabilities(cap):
     (here the rule returns the log of torch's softmax of the ascending row, in token order)."""
     rng = np.random.RandomState(20)
     def rule(scores, filter_value=-np.inf):
-        sorted_logits, sorted_indices = torch_sort(scores, descending=False)
+        sorted_logits, sorted_indices = stable_sort(scores, descending=False)
         out = np.empty_like(scores)
         with np.errstate(divide="ignore"):
             np.put_along_axis(out, sorted_indices, np.log(torch_softmax(sorted_logits, cap)), axis=-1)
         return out
 
-    fast = on_finite_support(rule)
     for vocab in (997, 1000, 1001, 1013, 4099):
         scores = sparse_rows(rng, 3, vocab, 240, ties=False)
-        np.testing.assert_array_equal(bits(fast(scores)), bits(rule(scores)))
+        np.testing.assert_array_equal(bits(on_finite_support(rule, scores)), bits(rule(scores)))
 
 
 def test_on_finite_support_runs_the_whole_rows_where_it_must():
-    """A tie split at the cut in a row over 16 entries (torch's introsort order of the full row), a finite
-    filter_value, NaN / +inf rows: the whole rows run, and give the whole rows' answer."""
+    """A tie split at the cut in a row over 16 entries (torch's introsort order of the full row), NaN / +inf
+    rows, anything but a float32 (B, V) array: the whole rows run, and give the whole rows' answer."""
     calls = []
 
-    def counted(scores, top_p, filter_value=-np.inf, min_tokens_to_keep=1):
-        calls.append(scores.shape[1])
-        return top_p_rule(scores, top_p, filter_value, min_tokens_to_keep)
+    def counted(scores):
+        calls.append(np.shape(scores))
+        return top_p_rule(scores, 0.5)
 
-    fast = on_finite_support(counted)
     split = np.full((1, 400), -np.inf, np.float32)
     split[0, 100:140] = 0.0  # 40 tied scores, top-p 0.5 keeps 20 of them: which ones is the full row's sort's
-    np.testing.assert_array_equal(fast(split, 0.5), top_p_rule(split, 0.5))
-    assert calls[0] < 400 and calls[-1] == 400
-    for scores, kwargs in [(split, dict(filter_value=-1e9)), (np.where(split == 0, np.float32(np.nan), split), {}),
-                           (np.where(np.arange(400) == 5, np.float32(np.inf), split), {})]:
+    np.testing.assert_array_equal(on_finite_support(counted, split), top_p_rule(split, 0.5))
+    assert calls[0][1] < 400 and calls[-1] == (1, 400)
+    nan, plus_inf = np.where(split == 0, np.float32(np.nan), split), np.where(np.arange(400) == 5, np.float32(np.inf), split)
+    for scores in [nan, plus_inf]:
         calls.clear()
         with np.errstate(invalid="ignore"):
-            np.testing.assert_array_equal(fast(scores, 0.5, **kwargs), top_p_rule(scores, 0.5, **kwargs))
-        assert calls == [400]
+            np.testing.assert_array_equal(on_finite_support(counted, scores), top_p_rule(scores, 0.5))
+        assert calls == [scores.shape]
+    for scores in [split.astype(np.float64), split[0], split.tolist()]:  # the rule's own door check answers
+        assert on_finite_support(lambda given: given, scores) is scores
+
+
+def test_the_top_p_warper_runs_the_rule_on_the_finite_support_only_with_an_infinite_filter_value(monkeypatch):
+    """A finite filter_value: a removed entry is not -inf, so which -inf ones the rule keeps shows; whole rows run."""
+    from refdecode.processors import logits_warp
+
+    shapes = []
+    rule = logits_warp.top_p_warp
+    def counted(scores, *args):
+        shapes.append(scores.shape)
+        return rule(scores, *args)
+
+    monkeypatch.setattr(logits_warp, "top_p_warp", counted)
+    scores = sparse_rows(np.random.RandomState(3), 2, 1000, 20, ties=False)
+    ids = np.zeros((2, 1), np.int64)
+    np.testing.assert_array_equal(logits_warp.TopPLogitsWarper(0.9)(ids, scores), top_p_rule(scores, 0.9))
+    np.testing.assert_array_equal(logits_warp.TopPLogitsWarper(0.9, filter_value=-1e9)(ids, scores),
+                                  top_p_rule(scores, 0.9, filter_value=-1e9))
+    assert shapes[0][1] < 1000 and shapes[-1] == (2, 1000)
+
+
+def fast(rule, scores, *args, **kwargs):
+    """``rule(scores, *args, **kwargs)`` through on_finite_support."""
+    return on_finite_support(lambda rows: rule(rows, *args, **kwargs), scores)

@@ -8,7 +8,8 @@ after adding case types or plants and paste what changed into docs/conformance.m
 
     .venv/bin/python tools/docs/conformance_numbers.py            # about 10 minutes on 2 cores shared with other jobs
 
-tests/reference/conformance/test_docs_numbers.py checks the total and the number of types on every test run.
+tests/docs/test_numbers.py checks the totals and the number of types (from the registry, without exporting) and that
+each row of the plant table adds up.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 transformers 4.38.2's ``EtaLogitsWarper`` computes ``eta = min(epsilon, sqrt(epsilon) * exp(-entropy))`` with
 torch's elementwise ``sqrt`` and ``exp``, which on the CPU are MKL's ``vmsSqrt`` / ``vmsExp`` (``vmsSqrt`` is not
 correctly rounded on about one float32 input in six on this project's reference CPU). refdecode computes both
-bit for bit (refdecode/numerics/mkl_vml.py, through torch_reduce.py's ``vml_sqrt`` / ``vml_exp``). This file
+bit for bit (refdecode/numerics/mkl_vml.py, ``torch_sqrt`` / ``torch_exp``). This file
 records, for every eta row of tests/golden/textbook.npz (test and held-out sets), torch's value of both, so
 tests/reference/conformance/test_cases_textbook.py can check refdecode's on every row.
 

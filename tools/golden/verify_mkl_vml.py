@@ -13,7 +13,7 @@ Three commands, run from the repository root with torch (the oracle venv; refdec
 to see another choice). ``table`` runs the CPU's ``rsqrtps`` (four machine-code instructions in an executable
 page) on every positive normal float32, checks that it depends only on the exponent's parity and the top 12
 mantissa bits, and prints the table in mkl_vml's encoding (and whether the module holds it). ``verify`` compares
-``torch.sqrt`` / ``exp`` / ``log`` with ``mkl_sqrt`` / ``mkl_exp`` / ``mkl_log`` bit for bit on all 2**32 float32
+``torch.sqrt`` / ``exp`` / ``log`` with ``torch_sqrt`` / ``torch_exp`` / ``torch_log`` bit for bit on all 2**32 float32
 inputs (NaN against NaN by bits too), in chunks of 2**22 (about 25 minutes of one core), and ``vmsSqrt`` / ``vmsExp`` /
 ``vmsLn`` called through ctypes with torch's mode against ``torch.*`` on the first chunks. ``golden`` writes a few
 thousand inputs (every one in its random sample that torch does not round correctly, and the special values)
@@ -38,9 +38,9 @@ FORMAT_VERSION = 1
 LIB = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
 #: torch's mode for VML (ATen cpu/vml.h): VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE
 VML_MODE = 0x2 | 0x140000 | 0x100
-OPS = {"sqrt": (torch.sqrt, mkl_vml.mkl_sqrt, "vmsSqrt", np.sqrt),
-       "exp": (torch.exp, mkl_vml.mkl_exp, "vmsExp", np.exp),
-       "log": (torch.log, mkl_vml.mkl_log, "vmsLn", np.log)}
+OPS = {"sqrt": (torch.sqrt, mkl_vml.torch_sqrt, "vmsSqrt", np.sqrt),
+       "exp": (torch.exp, mkl_vml.torch_exp, "vmsExp", np.exp),
+       "log": (torch.log, mkl_vml.torch_log, "vmsLn", np.log)}
 U32 = np.uint32
 
 

@@ -27,8 +27,10 @@ step (not :math:`c`).
   descending (ties: ``torch.sort``'s CPU order: draw order for 2K <= 16, libstdc++'s introsort order
   above, :mod:`refdecode.numerics.introsort`). Always 2K, whatever the number of eos ids.
 
-The log-probabilities are torch's CPU ``log_softmax`` bit for bit and beam sample draws from torch's
-``softmax`` (:mod:`refdecode.numerics`, docs/last-bit.md), so candidates that tie in float32 tie here too.
+The log-probabilities are torch's CPU ``log_softmax`` bit for bit (:mod:`refdecode.numerics`,
+docs/last-bit.md), so candidates that tie in float32 tie here too. Beam sample draws from NumPy's
+``softmax``, as sampling and assisted decoding do: a draw cannot repeat torch's random stream, so the last
+bit of a probability decides nothing a test can see (docs/sampling.md, "Which softmax the draw uses").
 
 Docs: docs/beam-search.md (with the scorer, length penalty and early stopping) and docs/beam-sample.md.
 """
@@ -41,7 +43,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...generation_output import GenerateBeamDecoderOnlyOutput
-from ...numerics import torch_log_softmax, torch_softmax
+from ...numerics import softmax, torch_log_softmax
 from ...processors.logits_process import LogitsProcessorList
 from ...numerics.introsort import torch_cpu_sort_order
 from ...recorder import NO_TRACE, Recorder
@@ -128,7 +130,7 @@ def sample_candidates(total: np.ndarray, n: int, draw: Callable[..., np.ndarray]
     """
     batch, beams, vocab = total.shape
     flat = total.reshape(batch, beams * vocab)                          # (B, K, V) -> (B, K*V)
-    drawn = checked_draw(draw, torch_softmax(flat), n, False, rng)  # (B, n) flat indices
+    drawn = checked_draw(draw, softmax(flat), n, False, rng)            # (B, n) flat indices
     drawn_scores = np.take_along_axis(flat, drawn, axis=1)              # (B, n)
     order = torch_cpu_sort_order(drawn_scores, descending=True)         # (B, n) torch's order on ties
     drawn = np.take_along_axis(drawn, order, axis=1)

@@ -166,6 +166,8 @@ def _build_constrained(count: int, seed: int) -> Iterator[Case]:
             yield Case(describe(config, ids, mask) + f", force_words_ids={config['force_words_ids']}", inp)
 
 
+_CASES = 40  # _build_constrained draws until it has made this many
+
 register(CaseType(
     name="constrained_beam_search", groups=("decode", "toy", "beam", "constrained"),
     summary="constrained beam search (force_words_ids): as beam search, then per prompt the top 2K candidates plus, "
@@ -176,7 +178,7 @@ register(CaseType(
             "every bank first; finalize prefers hypotheses that fulfil every constraint",
     inputs=obj(model=TOY, input_ids=I64(2), attention_mask=I64(2),
                config=Obj(CONFIG.fields + (("force_words_ids", FORCE_WORDS),))),
-    outputs=BEAM_OUTPUT, build=functools.partial(_build_constrained, 40, 306),
+    outputs=BEAM_OUTPUT, build=functools.partial(_build_constrained, _CASES, 306), count=lambda: _CASES,
     tie_rule="candidates with equal scores: the lower flat index beam * V + token first, then the proposed "
              "constraint tokens in beam order; within a bank a stable sort by score (descending)",
     run=lambda inp: decode(inp, _run_constrained)[0], margins=lambda inp, out: decode(inp, _run_constrained)[1],

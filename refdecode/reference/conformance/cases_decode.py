@@ -382,14 +382,15 @@ _SUMMARIES = {
 }
 
 
-def _register(name: str, mode: str, model_kind, groups: tuple[str, ...], build) -> None:
+def _register(name: str, mode: str, model_kind, groups: tuple[str, ...], build, count=None) -> None:
     sample = mode in ("sample", "beam_sample")
     beams = mode != "greedy" and mode != "sample"
     register(CaseType(
         name=name, groups=("decode",) + groups + (("beam",) if beams else ()) + (("sampling",) if sample else ()),
         summary=_SUMMARIES[mode], inputs=decode_inputs(model_kind, sample),
         outputs=BEAM_OUTPUT if beams else OUTPUT, build=build, tie_rule=TIE_RULE,
-        run=lambda inp: decode(inp)[0], margins=lambda inp, out: decode(inp)[1], compare=compare_decode_case))
+        run=lambda inp: decode(inp)[0], margins=lambda inp, out: decode(inp)[1], compare=compare_decode_case,
+        count=count))
 
 
 def compare_decode_case(case: dict, output: Any) -> tuple[str, str]:
@@ -401,7 +402,8 @@ def compare_decode_case(case: dict, output: Any) -> tuple[str, str]:
 
 for _mode, _count, _seed in [("greedy", 60, 301), ("sample", 60, 302), ("beam_search", 90, 303),
                              ("beam_sample", 40, 304), ("group_beam_search", 50, 305)]:
-    _register(_mode, _mode, TOY, ("toy",), functools.partial(build_toy_cases, _mode, _count, _seed))
+    _register(_mode, _mode, TOY, ("toy",), functools.partial(build_toy_cases, _mode, _count, _seed),
+              count=lambda n=_count: n)  # build_toy_cases draws until it has made `count`
 
 _register("gpt2_greedy", "greedy", GPT2_MODEL, ("gpt2",),
           functools.partial(golden_cases, "decode_search.npz", ("greedy_search",), False))

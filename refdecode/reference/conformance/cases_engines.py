@@ -30,7 +30,7 @@ from .cases_decode import (CONFIG_NOTE_FIELDS, GPT2_MODEL, ROOT, compare_decode_
 from .kinds import F32, I64, obj
 from .registry import Case, CaseType, register
 
-__all__ = ["PROMPTS", "SHIPPED", "SHAPED_124M", "engine_settings", "build_engine_cases"]
+__all__ = ["PROMPTS", "SHIPPED", "SHAPED_124M", "engine_settings", "build_engine_cases", "count_engine_cases"]
 
 SHIPPED = ROOT / "models" / "tiny-shakespeare"
 SHAPED_124M = ROOT / "models" / "gpt2-124m-shaped"
@@ -98,6 +98,13 @@ def build_engine_cases(model_dir, beams: bool, eos: tuple[int, ...], max_new_tok
                 break
 
 
+def count_engine_cases(beams: bool, eos: tuple[int, ...], max_new_tokens: int, prompts_per_setting: int) -> int:
+    """How many cases :func:`build_engine_cases` yields (one per grid setting, ``prompts_per_setting`` per other
+    setting), without its decodes."""
+    settings = engine_settings(beams, list(eos), max_new_tokens)
+    return sum(1 if is_grid else prompts_per_setting for _, is_grid in settings)
+
+
 def _note(text: str, config: dict) -> str:
     defaults = full_config(eos_token_id=config["eos_token_id"])
     fields = CONFIG_NOTE_FIELDS + ("min_length",)
@@ -119,7 +126,8 @@ def _register(name: str, group: str, model_dir, beams: bool, eos: tuple[int, ...
         inputs=decode_inputs(GPT2_MODEL, False), outputs=ENGINE_OUTPUT[beams],
         build=functools.partial(build_engine_cases, model_dir, beams, eos, max_new_tokens, prompts_per_setting),
         run=lambda inp: _answer(decode(inp)[0]), margins=lambda inp, out: decode(inp)[1], tie_rule=_TIE_RULE,
-        compare=compare_decode_case))
+        compare=compare_decode_case,
+        count=functools.partial(count_engine_cases, beams, eos, max_new_tokens, prompts_per_setting)))
 
 
 def _answer(output: dict) -> dict:

@@ -72,10 +72,12 @@ def _build(count: int, seed: int) -> Iterator[Case]:
         yield Case(describe(config, ids, mask) + f", twin tokens {twins[0]} and {twins[1]} (exact ties)", inp)
 
 
+_CASES = 30  # _build draws until it has made this many
+
 register(CaseType(
     name="beam_search_ties", groups=("decode", "toy", "beam"),
     summary="beam search on the toy model (as beam_search) with two interchangeable tokens, so candidates and "
             "finished hypotheses tie exactly; every case's output depends on finalize's tie rule",
     inputs=decode_inputs(TOY, False), outputs=BEAM_OUTPUT, tie_rule=TIE_RULE,
-    build=lambda: _build(30, 311), run=lambda inp: decode(inp)[0], margins=lambda inp, out: decode(inp)[1],
-    compare=compare_decode_case))
+    build=lambda: _build(_CASES, 311), run=lambda inp: decode(inp)[0], margins=lambda inp, out: decode(inp)[1],
+    compare=compare_decode_case, count=lambda: _CASES))

@@ -5,29 +5,36 @@ suite needs about it: its ``input`` and ``output`` fields (as kinds of ``kinds.p
 JSON Schema), ``build()`` -> the inputs of its cases (deterministic: seeded generators only),
 ``run(input)`` -> refdecode's answer (used by ``export`` for the expected values and by ``serve``
 to answer requests), optionally ``margins(input, output)`` (how far each decision of the case is
-from flipping, for the near-tie verdict) and the tie rule the cases state. ``check`` compares with
-the generic rules of ``compare.py`` driven by the output kinds.
+from flipping, for the near-tie verdict), the tie rule the cases state, and ``count()`` (how many
+cases ``build`` yields, computed without building them, for a type whose build runs long decodes:
+:func:`case_count` then needs no decode). ``check`` compares with the generic rules of ``compare.py``
+driven by the output kinds.
 
-**Adding a case type** (a new processor, a new decoding algorithm) takes a few
-lines in a module of ``refdecode/reference/conformance/`` that ``cases/__init__`` imports::
+**Adding a case type** (a new processor, a new decoding algorithm) takes a few lines in a module
+``cases_<family>.py`` of ``refdecode/reference/conformance/``; ``refdecode/reference/conformance/__init__.py``
+imports every such module (a new one gets its import there), which registers its types::
 
-    from .registry import CaseType, register
-    from .kinds import F32, I64, FLOAT, obj
+    from .registry import Case, CaseType, register
+    from .kinds import F32, FLOAT, INT, obj
 
     def _run_min_p(inp):                                       # refdecode's answer, public API only
-        return {"scores": refdecode.min_p_warp(inp["scores"], inp["min_p"])}
+        warper = refdecode.MinPLogitsWarper(inp["min_p"], min_tokens_to_keep=inp["min_tokens_to_keep"])
+        return {"scores": warper(None, inp["scores"])}
 
     def _build_min_p():                                        # inputs of the cases, seeded
         rng = np.random.default_rng(0)
-        return [Case("random row", {"input_ids": ..., "scores": ..., "min_p": 0.1}) for _ in range(40)]
+        return [Case("random row", {"scores": ..., "min_p": 0.1, "min_tokens_to_keep": 1}) for _ in range(40)]
 
     register(CaseType(name="min_p", groups=("warpers",), summary="MinPLogitsWarper ...",
-                      inputs=obj(input_ids=I64(2), scores=F32(2), min_p=FLOAT), outputs=obj(scores=F32(2)),
+                      inputs=obj(scores=F32(2), min_p=FLOAT, min_tokens_to_keep=INT), outputs=obj(scores=F32(2)),
                       build=_build_min_p, run=_run_min_p))
 
+(the real ``min_p`` type is registered in ``cases_processors_more.py``, with the other truncation warpers).
 Then ``refdecode conformance export`` writes ``cases/min_p.jsonl`` and its schema into the
 manifest, ``serve`` answers ``min_p`` requests, and the docs page's table of request types should
 gain a row (``tests/reference/conformance/test_registry.py`` checks that every registered type is documented).
+The suite's case count changes: README.md and docs/conformance.md state it, and tests/docs/test_numbers.py
+checks them against :func:`case_count`.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from typing import Any
 
 from .kinds import Obj
 
-__all__ = ["Case", "CaseType", "register", "REGISTRY", "select", "OPT_IN_GROUPS"]
+__all__ = ["Case", "CaseType", "register", "REGISTRY", "select", "case_count", "OPT_IN_GROUPS"]
 
 
 @dataclass
@@ -67,6 +74,7 @@ class CaseType:
     margins: Callable[[dict, dict], Any] | None = None
     tie_rule: str | None = None
     compare: Callable[..., list[str]] | None = field(default=None)
+    count: Callable[[], int] | None = None  # len(list(build())) without building (its tests check it)
 
 
 #: groups left out when nothing is selected (named by --only): engines_124m's checkpoint is not committed; textbook
@@ -102,3 +110,14 @@ def select(only: str | None) -> list[str]:
         raise ValueError(f"`--only` has to name case types or groups; unknown: {', '.join(unknown)}. Types: "
                          f"{', '.join(names)}; groups: {', '.join(sorted(groups))}")
     return [n for n in names if n in wanted or set(REGISTRY[n].groups) & set(wanted)]
+
+
+def case_count(names: Iterable[str]) -> int:
+    """How many cases the case types ``names`` hold: ``count()`` where a type has it, else its cases built and
+    counted (no answer is computed, nothing is written: cheaper than an export).
+
+    >>> import refdecode.reference.conformance
+    >>> case_count(["top_k"]) == len(list(REGISTRY["top_k"].build()))
+    True
+    """
+    return sum(REGISTRY[n].count() if REGISTRY[n].count else sum(1 for _ in REGISTRY[n].build()) for n in names)

@@ -1,7 +1,7 @@
 """The speed-ups inside the readable functions give exactly what the plain algorithm gives.
 
-``top_candidates``, ``top_p_warp`` and ``multinomial`` each carry a speed-up inside them (a partition
-before the sort, sorting only the finite scores, a cumulative sum over the non-zero entries only). Each
+``top_candidates``, ``TopPLogitsWarper`` and ``multinomial`` each carry a speed-up inside them (a partition
+before the sort, the rule on the finite scores only, a cumulative sum over the non-zero entries only). Each
 is checked here, bit for bit, against the plain algorithm written out in this file (the version the
 docstrings describe, and what these functions were before the speed-up).
 
@@ -83,7 +83,7 @@ def test_column_major_read_holds_the_same_values(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------------
-# top_p_warp (sorting only the finite scores where that is exact) == sorting every score, bit for bit
+# TopPLogitsWarper (the rule on the finite scores where that is exact) == sorting every score, bit for bit
 # ----------------------------------------------------------------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
@@ -129,7 +129,8 @@ def test_top_p_on_finite_scores_is_bitwise_top_p(seed, vocab, batch, top_k, top_
         scores[0] = -np.inf
     with np.errstate(invalid="ignore"):
         want = top_p_full_sort(scores, top_p, filter_value, min_tokens)
-        got = top_p_warp(scores, top_p, filter_value, min_tokens)
+        got = TopPLogitsWarper(top_p, filter_value, min_tokens)(np.zeros((batch, 1), dtype=np.int64), scores)
+        assert np.array_equal(top_p_warp(scores, top_p, filter_value, min_tokens), got, equal_nan=True)  # the rule
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)  # NaN == NaN here
 
@@ -149,8 +150,9 @@ def test_top_p_on_finite_scores_drops_a_token_whose_predecessors_mass_is_exactly
     """Dyadic probabilities make the cumulative sum hit 1 - p exactly: that token goes (<=, not <)."""
     scores = np.log(np.array([[0.5, 0.25, 0.125, 0.125]], dtype=np.float32))
     scores = np.concatenate([scores, np.full((1, pad), -np.inf, dtype=np.float32)], axis=1)  # as after top-k
-    got = top_p_warp(scores, 0.75)
+    got = TopPLogitsWarper(0.75)(np.zeros((1, 1), dtype=np.int64), scores)
     np.testing.assert_array_equal(got, top_p_full_sort(scores, 0.75))
+    np.testing.assert_array_equal(top_p_warp(scores, 0.75), got)
     assert np.flatnonzero(np.isfinite(got[0])).tolist() == [0, 1]
 
 

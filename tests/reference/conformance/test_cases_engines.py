@@ -65,6 +65,14 @@ def test_cases_expect_what_transformers_returned(built):
 
 
 @pytest.mark.slow
+def test_the_case_count_is_what_the_build_yields(built):
+    """``count()`` (what the suite's case count reads, without decodes) is the number of cases built."""
+    for name in ENGINE_TYPES:
+        assert REGISTRY[name].count() == len(built[name]) > 0, name
+    assert all(REGISTRY[name].count() > 0 for name in ("engines_124m_greedy", "engines_124m_beam_search"))
+
+
+@pytest.mark.slow
 def test_the_finishing_grid_is_covered_and_hypotheses_finish_early(built):
     beam_cases = built["engines_beam_search"]
     grid = {(c.input["config"]["num_beams"], c.input["config"]["length_penalty"], c.input["config"]["early_stopping"])

@@ -17,13 +17,12 @@ import subprocess
 
 import pytest
 from conftest import ROOT
+from conformance_suites import JS_TYPES
 
 from refdecode.reference.conformance.check import check
 from refdecode.reference.conformance.export import export
 
 JS = ROOT / "examples" / "conformance-js" / "refdecode_conformance.js"
-JS_TYPES = ["temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "min_length", "min_new_tokens",
-            "hamming_diversity", "log_softmax", "beam_hypotheses", "beam_scorer", "greedy", "sample", "beam_search"]
 
 
 @pytest.fixture(scope="module")
