@@ -184,7 +184,9 @@ def top_p_warp(
 
 
 def llama_top_p_probs(probs: np.ndarray, p: float) -> np.ndarray:
-    r"""Meta llama's ``sample_top_p`` filter (the top-p article, section 3.2): the distribution it samples from.
+    r"""Meta llama's ``sample_top_p`` filter: the distribution it samples from.
+
+    The top-p article's section 3.2 gives this function (the same code; the article names neither llama nor Meta).
 
     Steps: sort probabilities descending; ``S = cumsum``; remove position ``i`` if
     ``S_i - p_i > p`` (the mass strictly before it exceeds p); zero the removed ones; renormalise.

@@ -21,6 +21,7 @@ import pytest
 from conftest import ROOT
 
 IMG = ROOT / "docs" / "img"
+DOCS = ROOT / "docs"
 SCRIPT = ROOT / "tools" / "pictures" / "make_pictures.py"
 ALGORITHM_PAGES = ["greedy.md", "beam-search.md", "beam-sample.md", "group-beam-search.md", "temperature.md",
                    "top-k.md", "top-p.md", "repetition-penalty.md", "no-repeat-ngram.md", "min-length.md", "gpt2.md",
@@ -317,3 +318,125 @@ def test_picture_options_are_checked(args, message, tmp_path, capsys):
         load_script().main([*args, "--out", str(tmp_path)])
     assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Chinese pictures: docs/img/zh/<name>.svg (make_pictures.py --lang zh), shown on the Chinese pages (the docs
+# hook swaps img/<name>.svg for img/zh/<name>.svg in the built zh/ pages). Same runs and layout as the English
+# picture; the labels come from tools/pictures/zh.py; the CJK glyphs are embedded in each picture.
+
+ZH = IMG / "zh"
+CJK = re.compile("[\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+#: English words a Chinese picture may show besides its data: the terms the Chinese pages keep in English too
+KEPT_IN_ENGLISH = {"eos", "pad", "softmax", "argmax", "warper", "prefill", "cache", "KV", "key", "value", "beam",
+                   "sample", "top-k", "top-p", "min-p", "typical", "epsilon", "eta", "nats", "cos", "log", "bank",
+                   "n-gram", "gram", "transformers", "llama", "torch", "multinomial", "distinct", "sample-and-rank",
+                   "prompt", "lookup", "mask", "cumsum", "ids", "bool", "StoppingCriteria", "max", "float", "batch",
+                   "unfinished"}
+
+
+def labels(svg_text: str) -> list[str]:
+    """The title and every text element of a picture, as shown."""
+    import html
+    return [html.unescape(m.group(2)) for m in re.finditer(r"<(title|text)\b[^>]*>(.*?)</\1>", svg_text, re.S)]
+
+
+def data_words(name: str) -> str:
+    """Every string of the picture's sidecar JSON (tokens, generated text, commands): what may stay in English."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                found.append(str(k))
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            found.append(value)
+    walk(json.loads((IMG / f"{name}.json").read_text("utf-8")))
+    return "\n".join(found).replace("\n", "\\n")
+
+
+def english_left(label: str, data: str) -> list[str]:
+    """The English words of a label that are neither the picture's data nor code nor a term kept in English."""
+    prose = re.sub(r"[\w.]+\([^()]*(?:\([^()]*\)[^()]*)*\)|\b\w+_\w+\b|\w+\.\w+", " ", label)   # calls, names_, a.b
+    words = re.findall(r"[A-Za-z][A-Za-z-]*[A-Za-z]", prose)
+    return [w for w in words if len(w) > 2 and w not in KEPT_IN_ENGLISH and w.lower() not in KEPT_IN_ENGLISH
+            and w not in data]
+
+
+def test_every_picture_has_a_chinese_edition():
+    names = sorted(p.stem for p in IMG.glob("*.json"))
+    missing = [n for n in names if not (ZH / f"{n}.svg").is_file()]
+    assert not missing, f"no docs/img/zh/<name>.svg for {missing}: run python tools/pictures/make_pictures.py --lang zh"
+    assert sorted(p.stem for p in ZH.glob("*.svg")) == names, "docs/img/zh/ holds a picture docs/img/ does not"
+    for name in names:
+        text = (ZH / f"{name}.svg").read_text("utf-8")
+        ET.fromstring(text)
+        title = labels(text)[0]
+        assert CJK.search(title), f"docs/img/zh/{name}.svg: the title {title!r} is not Chinese"
+        assert sum(bool(CJK.search(t)) for t in labels(text)) >= 2, f"docs/img/zh/{name}.svg has no Chinese labels"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in IMG.glob("*.json")))
+def test_a_chinese_picture_shows_no_english_label(name):
+    """Every English word left is the picture's data (a token, its text, a command) or a term the Chinese pages also
+    keep in English (eos, softmax, top-p, ...): a new English label fails until tools/pictures/zh.py translates it."""
+    data = data_words(name)
+    left = {t: w for t in labels((ZH / f"{name}.svg").read_text("utf-8")) if (w := english_left(t, data))}
+    assert not left, f"docs/img/zh/{name}.svg still shows English labels (add them to tools/pictures/zh.py): {left}"
+
+
+def test_the_english_label_check_can_fail():
+    data = data_words("min-length")
+    assert english_left("the kept set, renormalised (top-k 3)", data) == ["the", "kept", "set", "renormalised"]
+    assert english_left("保留的集合，重新归一化（Top-k 3）", data) == []
+    assert english_left("generate(..., do_sample=True, seed=0)：默认 top-k 50", data) == []
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in IMG.glob("*.json")))
+def test_a_chinese_picture_carries_the_glyphs_it_shows(name):
+    """An SVG shown as <img> cannot use the page's fonts: each picture embeds a WOFF subset holding its characters."""
+    import base64
+
+    spec = importlib.util.spec_from_file_location("test_cjk_font", ROOT / "tests" / "docs" / "test_cjk_font.py")
+    font_test = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(font_test)
+    text = (ZH / f"{name}.svg").read_text("utf-8")
+    face = re.search(r'@font-face \{ font-family: "refdecode CJK"; src: url\("data:font/woff;base64,([A-Za-z0-9+/=]+)"\)',
+                     text)
+    assert face, f"docs/img/zh/{name}.svg embeds no font"
+    covered = font_test.cmap_code_points(font_test.woff_tables(base64.b64decode(face.group(1)))["cmap"])
+    shown = set(CJK.findall("".join(labels(text))))
+    assert shown and not [c for c in shown if ord(c) not in covered], f"docs/img/zh/{name}.svg: glyphs missing"
+    assert 'font-family="refdecode CJK, DejaVu Sans, Helvetica, Arial, sans-serif"' in text
+
+
+@pytest.fixture(scope="module")
+def regenerated_zh(tmp_path_factory):
+    out = tmp_path_factory.mktemp("img-zh")
+    names = load_script().write(out, lang="zh")        # no font: the labels are compared, not the glyphs
+    return out / "zh", names
+
+
+def test_committed_chinese_pictures_are_the_script_output(regenerated_zh):
+    """The labels (numbers masked: they may differ in a last digit between machines) are those the script draws."""
+    out, names = regenerated_zh
+    assert sorted(names) == sorted(p.stem for p in ZH.glob("*.svg"))
+    mask = lambda ts: [re.sub(r"\d", "#", t) for t in ts]  # noqa: E731
+    for name in names:
+        new, old = labels((out / f"{name}.svg").read_text("utf-8")), labels((ZH / f"{name}.svg").read_text("utf-8"))
+        assert mask(new) == mask(old), (f"docs/img/zh/{name}.svg is not what the script draws now (run python "
+                                        f"tools/pictures/make_pictures.py --lang zh): "
+                                        f"{[(a, b) for a, b in zip(mask(new), mask(old)) if a != b][:3]}")
+
+
+def test_the_chinese_pages_show_the_chinese_pictures():
+    """A Chinese page links the English picture (its shared parts are the English page's); the docs hook shows the
+    Chinese one in the built page, so every picture a Chinese page links has its docs/img/zh/ edition."""
+    linked = {m for page in DOCS.glob("*.zh.md") for m in re.findall(r"\]\(img/([\w-]+)\.svg\)", page.read_text("utf-8"))}
+    assert len(linked) >= 17 and all((ZH / f"{n}.svg").is_file() for n in linked), sorted(linked)
+    hooks = (ROOT / "tools" / "docs" / "mkdocs_hooks.py").read_text("utf-8")
+    assert 'img/zh/' in hooks and "chinese(page)" in hooks

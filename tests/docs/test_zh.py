@@ -64,7 +64,7 @@ def test_every_required_page_has_a_chinese_edition():
 def test_code_math_pictures_and_examples_are_those_of_the_english_page(page):
     en, zh = shared_parts(english(page).read_text("utf-8")), shared_parts(page.read_text("utf-8"))
     for n, (a, b) in enumerate(zip(en, zh)):
-        assert a == b, f"{page.name}: shared part {n} differs from {english(page).name}:\n--- en\n{a}\n--- zh\n{b}"
+        assert zh_sync.comparable(a) == zh_sync.comparable(b), f"{page.name}: shared part {n} differs from {english(page).name}:\n--- en\n{a}\n--- zh\n{b}"
     assert len(en) == len(zh), (f"{page.name} has {len(zh)} code/math/picture parts, {english(page).name} "
                                 f"{len(en)}: first unmatched {(en if len(en) > len(zh) else zh)[min(len(en), len(zh))]!r}")
     # (python tools/docs/zh_sync.py --fix copies changed English blocks into the Chinese page)
@@ -265,3 +265,123 @@ def test_a_course_page_in_chinese_keeps_the_english_code_anchors_and_punctuation
         prose = prose.replace(part, "")
     prose = re.sub(r"`[^`]*`|\]\([^)]*\)", "", prose)
     assert not re.findall(r"[\u4e00-\u9fff][,;:](?!//)", prose), f"{page.name}: half-width punctuation after Chinese"
+
+# ---------------------------------------------------------------------------------------------------------------
+# One term per concept (the table on docs/glossary.zh.md, following d2l.ai's Chinese edition) and full-width
+# punctuation in Chinese prose. The rules hold for every *.zh.md, present and future:
+#   - a variant in the table's 不用 column does not occur in a page's prose;
+#   - an English term may stand as a gloss in full-width parentheses right after its Chinese term: 词元（token）;
+#   - not prose: the shared parts (code, math, diagrams), `inline code`, link targets, URLs, {#anchors}, HTML tags,
+#     \(math\), quotations (“…”, 「…」, "...", 《…》, *English titles* and > block quotes, verbatim by rule), and on
+#     the glossary page its tables and its entry headings (中文 / English).
+
+HAN = "\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+_NOT_PROSE = re.compile(r"`[^`\n]*`|\]\([^)\n]*\)|https?://[!-~]+|\{#[\w-]+\}|<[^>\n]+>|\\\(.*?\\\)|\$[^$\n]+\$"
+                        r"|“[^”]*”|「[^」]*」|\"[^\"\n]*(?:\n[^\"\n]+)*\"|《[^》\n]*》|(?<!\*)\*[A-Z][^*\u4e00-\u9fff]*\*(?!\*)", re.S)
+
+
+def term_table() -> list[tuple[str, list[str]]]:
+    """(the term, its forbidden variants) per row of docs/glossary.zh.md's 统一用词 table."""
+    text = (DOCS / "glossary.zh.md").read_text("utf-8")
+    section = text.split("## 统一用词 {#terms}", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("| ")]
+    assert rows[0] == ["概念", "用词", "English", "不用"], rows[0]
+    return [(row[1], [v.strip() for v in row[3].split("、")]) for row in rows[1:]]
+
+
+def prose(page) -> str:
+    """The page's Chinese prose, by the rules above (the glosses 用词（English） are dropped too)."""
+    text = page.read_text("utf-8")
+    for part in shared_parts(text):
+        text = text.replace(part, "")
+    glossary = page.name == "glossary.zh.md"
+    lines = [line for line in text.splitlines()
+             if not line.startswith(":::") and not line.lstrip().startswith(">")
+             and not (glossary and (line.startswith("|") or line.startswith("### ")))]
+    text = _NOT_PROSE.sub(" ", "\n".join(lines))
+    for term, _ in term_table():
+        for zh in term.split(" / "):
+            text = re.sub(rf"({re.escape(zh)})（[^）]*）", r"\1", text)
+    return text
+
+
+def forbidden(text: str, variant: str) -> list[str]:
+    """Where ``variant`` occurs in ``text`` (an English variant as a whole word, any case), with context."""
+    if re.search(r"[A-Za-z]", variant):
+        pattern = rf"(?i)(?<![\w-]){re.escape(variant)}(?![\w-])"
+    else:
+        pattern = re.escape(variant)
+    return [text[max(0, m.start() - 10): m.end() + 10].replace("\n", " ") for m in re.finditer(pattern, text)]
+
+
+def test_the_term_table_names_the_d2l_terms():
+    terms = dict(term_table())
+    for term in ("词元", "对数几率", "贪心搜索", "束搜索", "核采样 / top-p 采样", "温度", "重复惩罚", "长度惩罚"):
+        assert term in terms, f"docs/glossary.zh.md's term table has no row for {term}"
+    assert "温度系数" in terms["温度"] and "token" in terms["词元"] and "logits" in terms["对数几率"]
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
+def test_one_term_per_concept(page):
+    text = prose(page)
+    found = {v: hits for term, variants in term_table() for v in variants if (hits := forbidden(text, v))}
+    assert not found, (f"{page.name}: variants the term table of glossary.zh.md rules out (use its 用词; an English "
+                       f"term only as a gloss, 词元（token）): {found}")
+
+
+def test_the_term_rules_can_fail():
+    """A bare English term, 温度系数, fail; a gloss, code, a link target, a quotation do not."""
+    variants = dict(term_table())
+    assert forbidden("每个 token 的分数", "token") and forbidden("温度系数越大", "温度系数")
+    assert forbidden("Beam search 很慢", "beam search")
+    page = DOCS / "glossary.zh.md"
+    text = "词元（token）与 `token`、[词元](tokens.md#token)、“温度系数”、\"beam search\"、《温度系数与 top-p》"
+    assert not any(forbidden(_NOT_PROSE.sub(" ", re.sub(r"(词元)（[^）]*）", r"\1", text)), v)
+                   for vs in variants.values() for v in vs), text
+    assert "束搜索" in prose(page) and "温度系数" not in prose(page)
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
+def test_no_half_width_question_mark_exclamation_or_parenthesis_in_chinese_text(page):
+    """?, ! and ( ) next to a Chinese character are the full-width ones (？！（）)."""
+    text = re.sub(rf"[A-Za-z0-9_]\((?:[^()\n{HAN}]|\([^()\n{HAN}]*\))*\)", "fx", prose(page))  # f(x), O(T): notation
+    bad = re.findall(rf".{{0,10}}(?:[{HAN}][?!()]|[?!()][{HAN}]).{{0,10}}", text)
+    assert not bad, f"{page.name}: half-width punctuation in Chinese text: {bad[:6]}"
+
+
+def test_the_chinese_nav_labels_use_the_terms_too():
+    """mkdocs.yml's zh nav labels and site description follow the term table (an English gloss in （）allowed)."""
+    config = (ROOT / "mkdocs.yml").read_text("utf-8")
+    zh_block = config.split("- locale: zh", 1)[1].split("\n  - ", 1)[0]
+    labels = "\n".join(v for v in re.findall(r'^\s{10,12}(?:site_description|"[^"]*"|[^":]+):\s+(.+)$', zh_block, re.M))
+    assert "概览" in labels and "对数几率" in labels
+    for term, _ in term_table():
+        for zh in term.split(" / "):
+            labels = re.sub(rf"({re.escape(zh)})（[^）]*）", r"\1", labels)
+    found = {v: hits for _, variants in term_table() for v in variants if (hits := forbidden(labels, v))}
+    assert not found, f"mkdocs.yml's Chinese nav labels: {found}"
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=[p.name for p in ZH_PAGES])
+def test_further_reading_is_translated_too(page):
+    """An English page's "Further reading" paragraph has its Chinese one (延伸阅读), with the same References link."""
+    en = english(page).read_text("utf-8")
+    if "**Further reading**" not in en:
+        return
+    link = re.search(r"\*\*Further reading\*\* \(\[References\]\((references\.md#[\w-]+)\)", en).group(1)
+    assert f"**延伸阅读**（[参考资料]({link})）" in page.read_text("utf-8"), f"{page.name} has no 延伸阅读 paragraph"
+
+
+def test_the_terms_tool_rewrites_prose_only():
+    """tools/docs/zh_terms.py (for a new or updated Chinese page): terms and punctuation in the prose; code,
+    quotations and glosses kept; the pages already pass through it unchanged."""
+    spec_terms = importlib.util.spec_from_file_location("zh_terms", ROOT / "tools" / "docs" / "zh_terms.py")
+    zh_terms = importlib.util.module_from_spec(spec_terms)
+    spec_terms.loader.exec_module(zh_terms)
+    text = ("每个 token 的 logits 除以温度系数(T)?\n\n    (`top_p`)，缩进\n\n束搜索（beam search）、`token`、“温度系数”\n\n"
+            "```python\ntoken = 1  # 温度系数\n```\n")
+    assert zh_terms.convert(text) == ("每个词元的对数几率除以温度（T）？\n\n    （`top_p`），缩进\n\n束搜索（beam search）、`token`、"
+                                      "“温度系数”\n\n```python\ntoken = 1  # 温度系数\n```\n")
+    for page in ZH_PAGES:
+        text = page.read_text("utf-8")
+        assert zh_terms.convert(text, glossary=page.name == "glossary.zh.md") == text, f"{page.name}: run the tool"

@@ -3,7 +3,7 @@
 The pages quote the source documents in Chinese (and a few docstrings shown on the API pages do). A reader
 without a CJK font installed saw empty boxes. The site now carries its own glyphs: a subset of WenQuanYi
 Micro Hei (Apache-2.0, docs/assets/fonts/LICENSE-wqy-microhei.txt) holding exactly the CJK characters that
-occur in docs/**/*.md and refdecode/**/*.py, loaded by docs/assets/extra.css for those code points only
+occur in docs/**/*.md, docs/img/zh/*.svg and refdecode/**/*.py, loaded by docs/assets/extra.css for those code points only
 (``unicode-range``), so the Latin text keeps the theme's fonts and nothing is fetched from the network.
 
 Run after adding Chinese text to a page (tests/docs/test_cjk_font.py fails until then)::
@@ -37,9 +37,11 @@ THEME_UI_ZH = ("、。一上下不个主于享仓代以件元入关内再分创�
 
 
 def sources() -> list[Path]:
-    """The files whose text reaches the site: the pages, the docstrings mkdocstrings renders, mkdocs.yml
-    (the Chinese nav labels and site description) and the hook that writes a Chinese notice into pages."""
-    return (sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "refdecode").rglob("*.py"))
+    """The files whose text reaches the site: the pages, the Chinese pictures (each also embeds its own subset,
+    tools/pictures/make_pictures.py), the docstrings mkdocstrings renders, mkdocs.yml (the Chinese nav labels
+    and site description) and the hook that writes a Chinese notice into pages."""
+    return (sorted((ROOT / "docs").rglob("*.md")) + sorted((ROOT / "docs" / "img" / "zh").glob("*.svg"))
+            + sorted((ROOT / "refdecode").rglob("*.py"))
             + [ROOT / "mkdocs.yml", ROOT / "tools" / "docs" / "zh_notice.py"])
 
 

@@ -11,6 +11,10 @@ file targets (``img/...``) and ``--8<--`` includes. tests/docs/test_zh.py fails 
                                           # example still needs a translator's look: the tool says which)
 
 A page whose parts were added, removed or reordered is reported, not touched: translate the new part.
+
+One exception to "byte for byte": the words of a math block's ``\\text{...}`` (prose set inside a formula, such
+as ``\\text{done}``) are translated; identifiers there (``\\text{cur\\_len}``, with a backslash) are not. Parts
+are compared through :func:`comparable`, which blanks those words.
 """
 
 from __future__ import annotations
@@ -59,6 +63,14 @@ def shared_parts(text: str) -> list[str]:
     return [part for part, _, _ in parts_with_lines(text)]
 
 
+_MATH_WORDS = re.compile(r"\\text\{[^{}\\]*\}")
+
+
+def comparable(part: str) -> str:
+    """The part as the two languages must agree on it: a math block's ``\\text{words}`` blanked (translated prose)."""
+    return _MATH_WORDS.sub(r"\\text{…}", part) if part.startswith("$$") else part
+
+
 def kind(part: str) -> str:
     return part.split("\n", 1)[0].split(" ", 1)[0] if not part.startswith(("file ", "include ")) else part
 
@@ -67,7 +79,7 @@ def sync(zh_page: Path, fix: bool) -> str | None:
     """None when the page agrees with its English page; else what differs (and, with ``fix``, what was copied)."""
     en_page = zh_page.with_name(zh_page.name.replace(".zh.md", ".md"))
     en, zh = parts_with_lines(en_page.read_text("utf-8")), parts_with_lines(zh_page.read_text("utf-8"))
-    changed = [n for n, (a, b) in enumerate(zip(en, zh)) if a[0] != b[0]]
+    changed = [n for n, (a, b) in enumerate(zip(en, zh)) if comparable(a[0]) != comparable(b[0])]
     if len(en) == len(zh) and not changed:
         return None
     if len(en) != len(zh) or any(kind(en[n][0]) != kind(zh[n][0]) or zh[n][1] < 0 for n in changed):

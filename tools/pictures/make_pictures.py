@@ -10,6 +10,7 @@ Regenerate (after a change that moves a number; then commit docs/img/)::
     python tools/pictures/make_pictures.py            # writes docs/img/
     python tools/pictures/make_pictures.py --out DIR  # somewhere else
     python tools/pictures/make_pictures.py --figure top-p --prompt 'JULIET:\\n' --top-p 0.9 --out DIR
+    python tools/pictures/make_pictures.py --lang zh   # the Chinese pictures: docs/img/zh/<name>.svg
 
 ``--figure NAME`` draws one picture. The figures of REDRAWABLE (the shipped-model beam tree and the one-step
 figures: temperature, top-k, top-p, repetition penalty, the processor pipeline, no-repeat n-gram) take a
@@ -30,8 +31,11 @@ compares them to 1e-5. After a regeneration, commit only the pictures you meant 
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import json
 import math
+import re
 import sys
 from typing import NamedTuple
 from pathlib import Path
@@ -44,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import concepts  # noqa: E402  (tools/pictures/concepts.py: the concept pictures)
 import svg as S  # noqa: E402  (tools/pictures/svg.py)
+import zh  # noqa: E402  (tools/pictures/zh.py: the Chinese labels)
 
 from refdecode import (  # noqa: E402
     GPT2,
@@ -837,22 +842,68 @@ def build() -> dict[str, tuple[dict, S.Svg]]:
     return pics
 
 
-def write(out_dir: Path, figure: str | None = None, settings: Settings = Settings()) -> list[str]:
-    """Draw every picture (or only ``figure``) into out_dir; with settings, ``figure`` is redrawn on them."""
+def write(out_dir: Path, figure: str | None = None, settings: Settings = Settings(), lang: str = "en",
+          font: Path | None = None) -> list[str]:
+    """Draw every picture (or only ``figure``) into out_dir; with settings, ``figure`` is redrawn on them.
+
+    ``lang="zh"``: the same pictures with Chinese labels (tools/pictures/zh.py) as out_dir/zh/<name>.svg, no
+    sidecar (the numbers are the English picture's); with ``font`` (WenQuanYi Micro Hei, needs fontTools) each
+    picture carries the subset of it that its Chinese characters need."""
     check_settings(figure, settings)
-    if figure in REDRAWABLE:
-        pics = {figure: redraw(figure, settings)}
-    else:
-        pics = build()
-        pics = pics if figure is None else {figure: pics[figure]}
+    if lang not in ("en", "zh"):
+        raise ValueError(f"--lang must be en or zh, got {lang!r}")
+    S.TRANSLATE = zh.translate if lang == "zh" else None
+    try:
+        if figure in REDRAWABLE:
+            pics = {figure: redraw(figure, settings)}
+        else:
+            pics = build()
+            pics = pics if figure is None else {figure: pics[figure]}
+    finally:
+        S.TRANSLATE = None
+    out_dir = out_dir / "zh" if lang == "zh" else out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     names = []
     for name, (data, svg) in sorted(pics.items()):
-        (out_dir / f"{name}.svg").write_text(str(svg), encoding="utf-8")
-        (out_dir / f"{name}.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
-                                              encoding="utf-8")
+        text = str(svg)
+        if lang == "zh" and font is not None:
+            text = embed_cjk_font(text, font)
+        (out_dir / f"{name}.svg").write_text(text, encoding="utf-8")
+        if lang == "en":
+            (out_dir / f"{name}.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
+                                                  encoding="utf-8")
         names.append(name)
     return names
+
+
+#: the code points the pictures' embedded font covers (those of tools/docs/make_cjk_font.py)
+CJK = re.compile("[\u2e80-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+DEFAULT_FONT = ROOT / "tools" / "docs" / "_font_src" / "usr" / "share" / "fonts" / "truetype" / "wqy" / "wqy-microhei.ttc"
+
+
+def embed_cjk_font(svg: str, font: Path) -> str:
+    """The picture with an @font-face "refdecode CJK": a WOFF subset of ``font`` holding exactly its CJK characters,
+    inline (data: URL), so the labels render without a CJK font installed, in <img> and opened alone."""
+    from fontTools import subset  # only the Chinese pictures need fontTools (sh tools/docs/setup_cjk_font.sh)
+    from fontTools.ttLib import TTFont
+
+    chars = sorted(set(CJK.findall(svg)))
+    tt = TTFont(str(font), fontNumber=0, recalcTimestamp=False)
+    missing = [c for c in chars if ord(c) not in tt.getBestCmap()]
+    if missing:
+        raise ValueError(f"the font {font} has no glyph for {''.join(missing)!r}")
+    options = subset.Options()
+    options.flavor, options.layout_features, options.name_IDs, options.notdef_outline = "woff", [], ["*"], True
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=[ord(c) for c in chars])
+    subsetter.subset(tt)
+    tt.flavor = "woff"
+    buffer = io.BytesIO()
+    tt.save(buffer, reorderTables=True)
+    face = (f'<style>@font-face {{ font-family: "{S.CJK_FAMILY}"; '
+            f'src: url("data:font/woff;base64,{base64.b64encode(buffer.getvalue()).decode("ascii")}") format("woff"); }}'
+            "</style>")
+    return svg.replace("<defs>", "<defs>" + face, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -872,6 +923,10 @@ def main(argv: list[str] | None = None) -> int:
                                                                      "figure draws T = 1 and each)")
     parser.add_argument("--top-p", type=float)
     parser.add_argument("--top-k", type=int)
+    parser.add_argument("--lang", choices=["en", "zh"], default="en",
+                        help="zh: the Chinese pictures, OUT/zh/<name>.svg (labels from tools/pictures/zh.py, the CJK "
+                             "glyphs embedded: needs fontTools and the font, sh tools/docs/setup_cjk_font.sh)")
+    parser.add_argument("--font", type=Path, default=DEFAULT_FONT, help="with --lang zh: WenQuanYi Micro Hei")
     args = parser.parse_args(argv)
     prompt = args.prompt.replace("\\n", "\n") if args.prompt is not None else None
     settings = Settings(prompt, args.model, args.max_new_tokens, args.num_beams,
@@ -879,10 +934,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.out == ROOT / "docs" / "img" and settings.given():
         parser.error("with options the picture differs from the docs' one: give --out DIR (not docs/img)")
     try:
-        names = write(args.out, args.figure, settings)
+        if args.lang == "zh" and not args.font.is_file():
+            raise ValueError(f"--font {args.font} is not a file (sh tools/docs/setup_cjk_font.sh fetches it)")
+        names = write(args.out, args.figure, settings, args.lang, args.font if args.lang == "zh" else None)
     except ValueError as e:
         parser.error(str(e))
-    print(f"wrote {len(names)} pictures (.svg + .json) to {args.out}: {', '.join(names)}")
+    where = args.out / "zh" if args.lang == "zh" else args.out
+    print(f"wrote {len(names)} pictures ({'.svg' if args.lang == 'zh' else '.svg + .json'}) to {where}: "
+          f"{', '.join(names)}")
     return 0
 
 

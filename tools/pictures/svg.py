@@ -11,6 +11,25 @@ import math
 from xml.sax.saxutils import escape
 
 FONT = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\""
+#: The Chinese pictures (make_pictures.py --lang zh): every title and label goes through ``TRANSLATE``
+#: (tools/pictures/zh.py), and the CJK characters are drawn with a font embedded in the picture itself
+#: (a subset of WenQuanYi Micro Hei named "refdecode CJK", make_pictures.embed_cjk_font; an SVG shown as <img>
+#: cannot use the page's fonts), listed first: it holds the CJK glyphs only, so Latin text falls through to the
+#: next family, and Chromium's fallback cannot pick a system font without CJK glyphs for a mixed run ("Top-p：...").
+TRANSLATE = None
+CJK_FAMILY = "refdecode CJK"
+
+
+def _t(s: str) -> str:
+    return TRANSLATE(s) if TRANSLATE is not None else s
+
+
+def _family(mono: bool) -> str:
+    names = "DejaVu Sans Mono, Menlo, Consolas" if mono else "DejaVu Sans, Helvetica, Arial"
+    cjk = f"{CJK_FAMILY}, " if TRANSLATE is not None else ""   # first: it holds CJK glyphs only, Latin falls through
+    return f'font-family="{cjk}{names}, {"monospace" if mono else "sans-serif"}"'
+
+
 BLUE, ORANGE, GREY, RED, GREEN, INK = "#1f77b4", "#ff7f0e", "#b0b0b0", "#d62728", "#2ca02c", "#222222"
 PALETTE = [BLUE, ORANGE, GREEN, RED, "#9467bd", "#8c564b"]
 
@@ -26,7 +45,7 @@ class Svg:
 
     def __init__(self, width: float, height: float, title: str):
         self.width, self.height, self.items = width, height, []
-        self.items.append(f"<title>{escape(title)}</title>")
+        self.items.append(f"<title>{escape(_t(title))}</title>")
         self.items.append(f'<rect x="0" y="0" width="{width:g}" height="{height:g}" fill="#ffffff"/>')
 
     def rect(self, x, y, w, h, fill, stroke="none", opacity=1.0, dash=False, rx=0):
@@ -50,7 +69,8 @@ class Svg:
 
     def text(self, x, y, s, size=12, anchor="start", fill=INK, weight="normal", opacity=1.0, rotate=None,
              mono=False):
-        family = 'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace"' if mono else FONT
+        family = _family(mono)
+        s = _t(s)
         rot = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
         self.items.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
                           f'fill="{fill}" font-weight="{weight}" opacity="{opacity:g}" {family}{rot} '
