@@ -59,4 +59,4 @@ def test_decode_cases_expect_what_transformers_generated():
         for case, golden in zip(cases, [c for c in meta["cases"] if c["mode"] == mode]):
             out = REGISTRY[type_name].run(case.input)
             np.testing.assert_array_equal(out["sequences"], arrays[f"{golden['id']}/sequences"], err_msg=case.note)
-    assert len(list(REGISTRY["llama_sample"].build())) >= 4
+    assert len(list(REGISTRY["llama_sample"].build())) == 6 and len(list(REGISTRY["llama_beam_sample"].build())) == 2
