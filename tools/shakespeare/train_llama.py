@@ -19,15 +19,24 @@ position table), so the two models differ in architecture, not in size.
 train it (and, tied, the LM head would then give that token a constant logit 0). ``generation_config.json``
 sets pad = eos = bos = 50256, as for the GPT-2 model.
 
+Schedule: ``--decay-steps 0`` is train.py's (warm-up, then a cosine over the whole run). ``--decay-steps D``
+holds the peak rate after the warm-up and runs the same cosine over the last D steps only (warm-up, stable,
+decay), so the rate before the decay does not depend on ``--steps``; with ``--finish-by UNIX_TIME`` the run
+measures its own speed and starts the decay when the time left is just enough for it (and ``--reserve``
+seconds for the final evaluation), printing the ``--steps`` that reproduces it. The shipped model was
+trained that way on a machine whose speed was not known in advance (its model card).
+
 Every ``--checkpoint-interval`` steps the float16 model is saved to ``--out`` (so a run stopped late still
 leaves a usable model) together with a resume state (float32 weights, optimiser, random generator) in
-``data/tiny-shakespeare/llama_resume.pt``; ``--resume`` continues from it with the same batches.
+``data/tiny-shakespeare/llama_resume.pt``; ``--resume`` continues from it with the same batches. The state
+at the start of the decay is also kept (``llama_resume_before_decay.pt``): ``--resume-from`` it with a
+larger ``--steps`` continues the stable phase into a longer run.
 
 Usage (one thread; the ``MALLOC_*`` variables as in train.py)::
 
     export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=17179869184 MALLOC_TOP_PAD_=1073741824
     .venv-oracle/bin/python tools/shakespeare/train_llama.py --steps 20 --no-save    # throughput check first
-    .venv-oracle/bin/python tools/shakespeare/train_llama.py --steps 2200 \\
+    .venv-oracle/bin/python tools/shakespeare/train_llama.py --steps STEPS --decay-steps 80 \\
         > models/tiny-shakespeare-llama/training_log.txt                            # the shipped model
 """
 
@@ -107,6 +116,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "tiny-shakespeare-llama")
     ap.add_argument("--no-save", action="store_true", help="throughput check: train, evaluate, save nothing")
     ap.add_argument("--resume", action="store_true", help="continue from data/tiny-shakespeare/llama_resume.pt")
+    ap.add_argument("--resume-from", type=Path, default=None,
+                    help="another resume state, e.g. data/tiny-shakespeare/llama_resume_before_decay.pt")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--kv-heads", type=int, default=2)
@@ -125,6 +136,10 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--eval-windows", type=int, default=48, help="validation windows for the periodic estimate")
     ap.add_argument("--log-interval", type=int, default=10)
     ap.add_argument("--checkpoint-interval", type=int, default=200)
+    ap.add_argument("--finish-by", type=float, default=None, metavar="UNIX_TIME",
+                    help="start the decay early enough that it (and --reserve seconds for the final evaluation) "
+                         "ends by then: sets --steps once, at the step where the decay must begin")
+    ap.add_argument("--reserve", type=float, default=420.0, help="seconds kept for the final evaluation and saving")
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--threads", type=int, default=1)
     return ap.parse_args()
@@ -160,16 +175,27 @@ def main() -> None:
     gen = torch.Generator().manual_seed(args.seed)
     resume_path = args.data / "llama_resume.pt"
     start, seen, before, history = 0, 0, 0.0, []
-    if args.resume:
-        state = torch.load(resume_path)
+    if args.resume or args.resume_from:
+        state = torch.load(args.resume_from or resume_path)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         gen.set_state(state["gen"])
         start, seen, before, history = state["step"], state["seen"], state["seconds"], state["history"]
         print(f"resumed at step {start}", flush=True)
     t0, run_loss = time.time() - before, 0.0
+    t_resumed = time.time()
     model.train()
-    for step in range(start, args.steps):
+    step = start
+    while step < args.steps:
+        if args.finish_by is not None and step > start and step < args.steps - args.decay_steps:
+            per_step = (time.time() - t_resumed) / (step - start)
+            if time.time() + per_step * args.decay_steps + args.reserve >= args.finish_by:
+                args.steps, args.finish_by = step + args.decay_steps, None
+                print(f"the decay starts at step {step} ({per_step:.1f} s/step): this run is "
+                      f"--steps {args.steps} --decay-steps {args.decay_steps}", flush=True)
+                if not args.no_save:   # a longer run can continue the stable phase from here
+                    checkpoint(args.data / "llama_resume_before_decay.pt", model, opt, gen, step, seen,
+                               time.time() - t0, history)
         for g in opt.param_groups:
             g["lr"] = lr_wsd(step, args)
         run_loss += train_step(model, opt, random_batch(train, args.batch_size, args.ctx, gen))
@@ -191,6 +217,7 @@ def main() -> None:
             save(model, args.out, args.tokenizer)
             checkpoint(resume_path, model, opt, gen, done, seen, time.time() - t0, history)
             print(f"checkpoint at step {done}: {args.out.name}/ and {resume_path.name}", flush=True)
+        step += 1
     train_seconds = time.time() - t0
 
     v32 = eval_loss(model, val, args.ctx)
