@@ -38,7 +38,7 @@ from ..numerics import silu, softmax
 
 __all__ = [
     "rms_norm", "linear", "rotate_half", "rope_inv_freq", "llama3_inv_freq", "rope_cos_sin", "apply_rotary_pos_emb",
-    "swiglu_mlp", "repeat_kv", "attention_bias", "attention", "decoder_layer", "llama",
+    "swiglu_mlp", "repeat_kv", "attention_mask_bias", "attention", "decoder_layer", "llama",
 ]
 
 
@@ -190,15 +190,15 @@ def repeat_kv(x: np.ndarray, n_rep: int) -> np.ndarray:
     return x if n_rep == 1 else np.repeat(x, n_rep, axis=1)
 
 
-def attention_bias(attention_mask: np.ndarray | None, batch_size: int, past_length: int,
-                   seq_len: int) -> np.ndarray | None:
+def attention_mask_bias(attention_mask: np.ndarray | None, batch_size: int, past_length: int,
+                        seq_len: int) -> np.ndarray | None:
     """The additive mask of 4.38.2's ``LlamaModel._update_causal_mask``: (B, 1, T, S + T) float32, or None.
 
     0 where query t (at cache slot S + t) may see key j: j <= S + t and the mask is 1 at j; MASK_MIN
     elsewhere (future keys and padding alike; unlike GPT-2 no -inf arises). A single new token with no
     padding needs no mask (None).
 
-    >>> attention_bias(np.array([[0, 1, 1]]), 1, 0, 3)[0, 0] < 0
+    >>> attention_mask_bias(np.array([[0, 1, 1]]), 1, 0, 3)[0, 0] < 0
     array([[ True,  True,  True],
            [ True, False,  True],
            [ True, False, False]])
@@ -270,7 +270,7 @@ def llama(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str, Any
     B, T = input_ids.shape
     x = params["embed_tokens"][input_ids].reshape(B * T, -1)  # (B, T) -> (B*T, E)
     rope = rope_cos_sin(position_ids, config)  # (B, T, D) twice, shared by every layer
-    bias = attention_bias(attention_mask, B, cache.length, T)  # (B, 1, T, S+T) or None
+    bias = attention_mask_bias(attention_mask, B, cache.length, T)  # (B, 1, T, S+T) or None
     for i, layer_params in enumerate(params["layers"]):
         if hidden_states is not None:  # output_hidden_states=True: each layer's input
             hidden_states.append(x.reshape(B, T, -1))

@@ -1,7 +1,8 @@
 """The Llama-family forward pass (refdecode/model/llama.py) against transformers 4.38.2, and ``generate`` on it.
 
-Golden file: tests/golden/llama.npz and the checkpoints tests/golden/models/{llama-*, mistral-window, qwen2-bias},
-from ``tools/golden/make_llama_golden.py`` (see its docstring). The logits must agree within 1e-4 of their scale
+Golden files (every mode but stop strings, which 4.38.2 lacks: tests/decoding cover them on llama-tiny): tests/golden/llama.npz and the checkpoints tests/golden/models/{llama-*, mistral-window, qwen2-bias},
+from ``tools/golden/make_llama_golden.py`` (see its docstring); tests/golden/llama3.npz and models/llama3-rope from
+transformers 4.43.0, the first release with the ``llama3`` rope type (``tools/golden/make_llama3_golden.py``). The logits must agree within 1e-4 of their scale
 (max |logit|) at every real (non-padding) position of a left-padded prefill and of 6 cached steps; greedy, beam,
 group beam and sample ``generate`` token for token (sampling replays torch's multinomial draws), scores and beam
 ``sequences_scores`` within 1e-4.
@@ -19,11 +20,16 @@ from refdecode.model.llama import apply_rotary_pos_emb, repeat_kv, rms_norm, rop
 from refdecode.model.llama_config import LlamaConfig
 
 RTOL = 1e-4  # relative to the logits' scale
+OTHER_MODES = ("contrastive", "beam_sample", "constrained", "assisted", "prompt_lookup")
 
 
-def cases(mode: str) -> list[str]:
-    meta, _ = golden("llama.npz")
+def cases(mode: str, file: str = "llama.npz") -> list[str]:
+    meta, _ = golden(file)
     return [c["id"] for c in meta["cases"] if c["mode"] == mode]
+
+
+def file_of(cid: str) -> str:
+    return "llama3.npz" if cid.startswith("llama3-") else "llama.npz"
 
 
 def model_of(cid: str):
@@ -41,12 +47,15 @@ def test_golden_file_says_where_it_comes_from():
     meta, _ = golden("llama.npz")
     assert meta["transformers"] == "4.38.2" and "make_llama_golden" in meta["regenerate"]
     assert len(cases("forward")) == 6 and all(len(cases(m)) == 6 for m in ("greedy", "beam", "group", "sample"))
+    assert [len(cases(m)) for m in OTHER_MODES] == [2, 2, 2, 1, 2]
+    meta3, _ = golden("llama3.npz")
+    assert meta3["transformers"] == "4.43.0" and "make_llama3_golden" in meta3["regenerate"]
 
 
-@pytest.mark.parametrize("cid", cases("forward"))
+@pytest.mark.parametrize("cid", cases("forward") + cases("forward", "llama3.npz"))
 def test_forward_prefill_and_cached_steps(cid):
     """Prefill of a left-padded batch, then cached steps: dynamic RoPE past max_position_embeddings included."""
-    meta, arrays = golden("llama.npz")
+    meta, arrays = golden(file_of(cid))
     model = model_of(cid)
     ids, mask = (arrays[f"{cid}/{k}"].astype(np.int64) for k in ("input_ids", "attention_mask"))
     out = model(ids, attention_mask=mask)
@@ -61,24 +70,33 @@ def test_forward_prefill_and_cached_steps(cid):
 
 
 def run_generate(cid: str) -> None:
-    meta, arrays = golden("llama.npz")
+    meta, arrays = golden(file_of(cid))
     case = next(c for c in meta["cases"] if c["id"] == cid)
-    name = case["model"]
-    ids, mask = (arrays[f"{name}/forward/{k}"].astype(np.int64) for k in ("input_ids", "attention_mask"))
+    prompt = cid if f"{cid}/input_ids" in arrays else f"{case['model']}/forward"  # the other modes: own prompts
+    ids, mask = (arrays[f"{prompt}/{k}"].astype(np.int64) for k in ("input_ids", "attention_mask"))
     draw = replay(arrays, cid, case["n_draws"]) if case["n_draws"] else None
+    extra = {"assistant_model": from_pretrained(GOLDEN / "models" / case["assistant"])} if case.get("assistant") else {}
     out = generate(model_of(cid), ids, attention_mask=mask, output_scores=True, return_dict_in_generate=True,
-                   pad_token_id=0, draw=draw, **case["kwargs"])
+                   pad_token_id=0, draw=draw, **case["kwargs"], **extra)
     if draw is not None:
         assert not draw.remaining, "fewer draws than transformers made"
     check(f"{cid} sequences", out.sequences, arrays[f"{cid}/sequences"], True)
     if f"{cid}/sequences_scores" in arrays:
         check(f"{cid} sequences_scores", out.sequences_scores, arrays[f"{cid}/sequences_scores"], False)
+    if f"{cid}/beam_indices" in arrays:  # (4.38.2's constrained beam search returns none)
         check(f"{cid} beam_indices", out.beam_indices, arrays[f"{cid}/beam_indices"], True)
     check_scores(cid, out.scores, arrays)
 
 
-@pytest.mark.parametrize("cid", cases("greedy") + cases("beam") + cases("group") + cases("sample"))
+@pytest.mark.parametrize("cid", cases("greedy") + cases("beam") + cases("group") + cases("sample")
+                         + cases("greedy", "llama3.npz"))
 def test_generate_token_for_token(cid):
+    run_generate(cid)
+
+
+@pytest.mark.parametrize("cid", [c for m in OTHER_MODES for c in cases(m)])
+def test_other_decoding_modes_token_for_token(cid):
+    """Contrastive, beam sample, constrained, assisted (a Mistral drafting for a Llama), prompt lookup."""
     run_generate(cid)
 
 

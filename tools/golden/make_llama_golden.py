@@ -23,7 +23,11 @@ Writes
   - ``<name>/greedy``, ``/beam`` (num_beams 3, 2 returned sequences, ``sequences_scores``), ``/group`` (4 beams in 2
     groups, diversity_penalty 1.0), ``/sample`` (top_k 20, temperature 0.8, with the tokens ``torch.multinomial``
     returned at every step, so the tests replay them through refdecode's ``draw=`` hook): ``generate`` on the same
-    batch, output_scores (digested as tools/golden/make_decode_golden.py does).
+    batch, output_scores (digested as tools/golden/make_decode_golden.py does);
+  - on ``llama-gqa-tied`` and ``qwen2-bias``, the other modes on prompts of their own (stored with the case):
+    ``/contrastive`` (penalty_alpha 0.6, top_k 4), ``/beam_sample`` (draws recorded), ``/constrained``
+    (``force_words_ids``), ``/assisted`` (greedy, one prompt, the assistant ``mistral-window``: a Mistral drafting
+    for a Llama) and ``/prompt_lookup`` (one prompt that repeats itself).
 
   Each model is re-loaded from disk for every recording: 4.38.2's dynamic RoPE keeps the enlarged frequencies of its
   last long call in the module, so a model object that has run once is not the one ``from_pretrained`` gives.
@@ -70,6 +74,15 @@ MODELS = {
                            config=dict(sliding_window=24)),
     "qwen2-bias": dict(cls=(Qwen2Config, Qwen2ForCausalLM), seed=16, lengths=(8, 6), max_new_tokens=10,
                        config=dict(sliding_window=64, vocab_size=112), shard="40KB"),
+}
+#: The other decoding modes, on two of the models (batch of one where 4.38.2 asks for it: assisted, prompt lookup).
+MORE_MODELS = {"llama-gqa-tied": "mistral-window", "qwen2-bias": None}  # model -> its assistant (same vocabulary)
+MORE = {
+    "contrastive": dict(penalty_alpha=0.6, top_k=4),
+    "beam_sample": dict(num_beams=3, do_sample=True, top_k=20, num_return_sequences=2),
+    "constrained": dict(num_beams=3, num_return_sequences=2),  # + force_words_ids drawn from the vocabulary
+    "assisted": dict(do_sample=False),                            # + assistant_model, one prompt
+    "prompt_lookup": dict(prompt_lookup_num_tokens=3),            # one prompt that repeats itself
 }
 GENERATE = {
     "greedy": dict(do_sample=False),
@@ -177,6 +190,42 @@ def record_model(name: str, spec: dict, arrays: dict, cases: list) -> None:
     raise RuntimeError(f"{name}: no prompts without a near-tie in 20 attempts")
 
 
+def record_more(name: str, spec: dict, arrays: dict, cases: list) -> None:
+    """The MORE modes on model ``name``, each on its own prompts, re-drawn until clear of near-ties."""
+    rng = np.random.default_rng(spec["seed"] + 1000)
+    vocab = spec["config"].get("vocab_size", BASE["vocab_size"])
+    for mode, base_kw in MORE.items():
+        if mode == "assisted" and MORE_MODELS[name] is None:
+            continue
+        for attempt in range(20):
+            if mode in ("assisted", "prompt_lookup"):
+                head = [int(t) for t in rng.integers(3, vocab, size=4)]
+                prompts = [head + [int(rng.integers(3, vocab))] + head[:3]]     # repeats: prompt lookup finds it
+            else:
+                prompts = [[int(t) for t in rng.integers(3, vocab, size=n)] for n in spec["lengths"]]
+            ids, mask = left_pad(prompts, 0)
+            kw = {**base_kw, "max_new_tokens": spec["max_new_tokens"]}
+            if mode == "constrained":
+                kw["force_words_ids"] = [[int(rng.integers(3, vocab))], [int(t) for t in rng.integers(3, vocab, 2)]]
+            extra = {"assistant_model": load(MORE_MODELS[name], MODELS[MORE_MODELS[name]])} if mode == "assisted" else {}
+            trial: dict = {}
+            seed = int(rng.integers(0, 2**31))
+            prefix = f"{name}/{mode}/"
+            trial[prefix + "input_ids"], trial[prefix + "attention_mask"] = ids.astype(np.int16), mask.astype(np.int8)
+            try:
+                gap, n_draws = generate_case(load(name, spec), ids, mask, {**kw, **extra}, seed, trial, prefix)
+            except RuntimeError:  # 4.38.2's constrained finalize crashes on some draws (a None beam index): redraw
+                continue
+            if mode == "beam_sample" or gap >= TIE_GAP:
+                arrays.update(trial)
+                cases.append(dict(id=f"{name}/{mode}", model=name, mode=mode, kwargs=kw, torch_seed=seed,
+                                  n_draws=n_draws, assistant=MORE_MODELS[name] if extra else None))
+                print(f"{name}/{mode}: recorded (attempt {attempt + 1}, smallest gap {gap:.2e})")
+                break
+        else:
+            raise RuntimeError(f"{name}/{mode}: no prompts without a near-tie in 20 attempts")
+
+
 @torch.no_grad()
 def mistral_window_evidence() -> float:
     """Max |logit| difference between sdpa and eager attention 8 tokens past mistral-window's sliding window."""
@@ -195,6 +244,8 @@ def main() -> None:
     for name, spec in MODELS.items():
         make_checkpoint(name, spec)
         record_model(name, spec, arrays, cases)
+    for name in MORE_MODELS:
+        record_more(name, MODELS[name], arrays, cases)
     evidence = mistral_window_evidence()
     print(f"mistral-window: sdpa vs eager past the window: max |logit diff| {evidence:.3g}")
     path = GOLDEN / "llama.npz"

@@ -53,7 +53,7 @@ late answer never counts for another case; after 3 such cases in a row, check st
 are not run. Exit status 0 if none failed or was not run, 1 otherwise, 2 for a broken suite or argument.
 
 --only takes case types (top_p, beam_search, ...; all are listed in DIR/manifest.json) or groups:
-beam, beam_bookkeeping, constrained, contrastive, decode, engines, engines_124m, gpt2, model, processors,
+beam, beam_bookkeeping, constrained, contrastive, decode, engines, engines_124m, gpt2, llama, model, processors,
 processors_and_warpers, sampling, speculative, stopping, textbook, toy, warpers. Without --only: every group
 but engines_124m (its checkpoint is not committed: tools/engines/make_gpt2_124m_shaped.py makes it) and
 textbook (torch's last bit on round rows: a textbook row that departs only there is "departs on the LAST BIT",
