@@ -206,6 +206,14 @@ assert attention_mask.sum(axis=1).tolist() == [3, 1]
 #    (`cache.reorder`).
 #    - New row i continues old row `beam_idx[i]` (a gather: `new[i] = old[beam_idx[i]]`); a row can be
 #      copied twice and another dropped.
+# 3. **`rope(x, position_ids, theta)`** ★★★: RoPE on the queries (or keys) of one layer, float32 (B, H, T, D),
+#    at the positions int (B, T), in transformers' layout
+#    ([From GPT-2 to Llama](../docs/from-gpt2-to-llama.md#rope)).
+#    - Pair i (i = 0 ... D/2 - 1) is the entries (i, i + D/2): transformers' `rotate_half` layout, not the
+#      neighbours (2i, 2i + 1) of Meta's and llama2.c's code.
+#    - Pair i turns by position * theta ** (-2i / D) radians: `x * cos + rotate_half(x) * sin`, with
+#      `rotate_half(x) = [-x[D/2:], x[:D/2]]` and cos, sin of the D/2 angles written twice.
+#    - Each row turns by its own position ids (a left-padded row's first real token is at 0).
 #
 # Solutions: `tutorials/solutions/lab02_tokens_and_forward.py` (run it to see the checker pass). Try first.
 
@@ -221,5 +229,10 @@ def reorder_rows(keys, beam_idx):
     raise NotImplementedError   # YOUR CODE: float32 (N, H, S, D)
 
 
+def rope(x, position_ids, theta):
+    raise NotImplementedError   # YOUR CODE: float32 (B, H, T, D)
+
+
 check("position_ids", position_ids)
 check("reorder_rows", reorder_rows)
+check("rope", rope)

@@ -145,6 +145,26 @@ def _position_ids(mask: np.ndarray, start: int = 0, pad: int | None = 1, ignore_
     return pos if pad is None else np.where(mask == 0, pad, pos)
 
 
+def _rope(x: np.ndarray, position_ids: np.ndarray, theta: float, layout: str = "half", sign: float = 1.0,
+          exponent: float = 2.0, ignore_positions: bool = False) -> np.ndarray:
+    """RoPE with one thing changed: the pairs' layout, the rotation's direction, the frequencies, the positions."""
+    x = np.asarray(x, dtype=np.float32)
+    D = x.shape[-1]
+    pos = np.asarray(position_ids, dtype=np.float32)
+    if ignore_positions:
+        pos = np.broadcast_to(np.arange(x.shape[-2], dtype=np.float32), pos.shape)
+    inv_freq = (1.0 / np.float32(theta) ** (np.arange(0, D // 2, dtype=np.float32) * np.float32(exponent / D)))
+    angle = (pos[..., None] * inv_freq.astype(np.float32))[:, None]                 # (B, 1, T, D/2)
+    cos, sin = np.cos(angle), sign * np.sin(angle)
+    if layout == "half":
+        a, b = x[..., : D // 2], x[..., D // 2:]
+        return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1).astype(np.float32)
+    a, b = x[..., 0::2], x[..., 1::2]                                              # neighbours (2i, 2i + 1)
+    out = np.empty_like(x)
+    out[..., 0::2], out[..., 1::2] = a * cos - b * sin, b * cos + a * sin
+    return out
+
+
 def _sorted_not_unique(expected: Any, got: Any) -> bool:
     try:
         values = [int(v) for v in got]
@@ -246,6 +266,32 @@ GUIDES: dict[str, Guide] = {
                  lambda keys, beam_idx: _scatter(keys, beam_idx)),
          Mistake("you returned the keys unchanged: reorder the rows (axis 0) by beam_idx",
                  lambda keys, beam_idx: keys))),
+    "rope": Guide(
+        "rope(x, position_ids, theta)", 3,
+        "RoPE on the queries (or keys) of one layer, float32 (B, H, T, D), at the positions int (B, T), in "
+        "transformers' layout ([From GPT-2 to Llama](../docs/from-gpt2-to-llama.md#rope)).",
+        ("Pair i (i = 0 ... D/2 - 1) is the entries (i, i + D/2): transformers' `rotate_half` layout, not the "
+         "neighbours (2i, 2i + 1) of Meta's and llama2.c's code.",
+         "Pair i turns by position * theta ** (-2i / D) radians: `x * cos + rotate_half(x) * sin`, with "
+         "`rotate_half(x) = [-x[D/2:], x[:D/2]]` and cos, sin of the D/2 angles written twice.",
+         "Each row turns by its own position ids (a left-padded row's first real token is at 0)."),
+        ("Try D = 2 first: one pair, (x0, x1) turns by the angle position * 1 radian.",
+         "angles = position_ids[..., None] * theta ** (-np.arange(0, D, 2) / D): shape (B, T, D/2); put a head "
+         "axis in with [:, None].",
+         "cos = np.cos(np.concatenate([angles, angles], -1)); the same for sin; "
+         "x * cos + np.concatenate([-x[..., D//2:], x[..., :D//2]], -1) * sin"),
+        (Mistake("you rotated neighbours (x[2i], x[2i + 1]), the interleaved layout of Meta's and llama2.c's complex "
+                 "form; transformers pairs x[i] with x[i + D/2] (rotate_half), which is why converting Meta's "
+                 "weights permutes the rows of q_proj and k_proj",
+                 lambda x, position_ids, theta: _rope(x, position_ids, theta, layout="interleaved")),
+         Mistake("you rotated the wrong way: x' = x * cos + rotate_half(x) * sin, with rotate_half(x) = "
+                 "[-x[D/2:], x[:D/2]] (the second half comes first, negated)",
+                 lambda x, position_ids, theta: _rope(x, position_ids, theta, sign=-1.0)),
+         Mistake("your frequencies are wrong: pair i turns by theta ** (-2i / D) per position, i = 0 ... D/2 - 1 "
+                 "(np.arange(0, D, 2) / D)",
+                 lambda x, position_ids, theta: _rope(x, position_ids, theta, exponent=1.0)),
+         Mistake("you ignored position_ids: each row turns by its own positions (a left-padded row starts later)",
+                 lambda x, position_ids, theta: _rope(x, position_ids, theta, ignore_positions=True)))),
     "repetition_penalty": Guide(
         "repetition_penalty(input_ids, scores, penalty)", 2,
         "`RepetitionPenaltyLogitsProcessor` by hand (input_ids int (N, T), scores float32 (N, V)); return new "

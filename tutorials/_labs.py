@@ -247,6 +247,28 @@ def _cases_reorder_rows() -> Iterator[Case]:
         yield f"beam_idx {beam_idx}", dict(keys=keys.copy(), beam_idx=np.array(beam_idx)), cache.keys(0).copy()
 
 
+def _rope(x: np.ndarray, position_ids: np.ndarray, theta: float) -> np.ndarray:
+    """refdecode's RoPE (``rope_cos_sin`` + ``apply_rotary_pos_emb``) on x (B, H, T, D)."""
+    from refdecode import LlamaConfig
+    from refdecode.model.llama import apply_rotary_pos_emb, rope_cos_sin
+    config = LlamaConfig(hidden_size=x.shape[-1], num_attention_heads=1, rope_theta=float(theta))   # D = E
+    cos, sin = rope_cos_sin(np.asarray(position_ids, dtype=np.int64), config)
+    return apply_rotary_pos_emb(x, x, cos, sin)[0]
+
+
+def _cases_rope() -> Iterator[Case]:
+    pair = np.array([[[[1.0, 0.0]] * 3]], dtype=np.float32)                         # (1, 1, 3, 2): D = 2
+    yield "D = 2, x = (1, 0) at positions 0, 1, 2", dict(x=pair, position_ids=np.array([[0, 1, 2]]), theta=10000.0), None
+    four = np.array([[[[1.0, 2.0, 3.0, 4.0]] * 2]], dtype=np.float32)               # (1, 1, 2, 4)
+    yield "D = 4, x = (1, 2, 3, 4) at positions 0, 1", dict(x=four, position_ids=np.array([[0, 1]]), theta=10000.0), None
+    rng = _rng("rope")
+    for i, (B, H, T, D, theta) in enumerate([(1, 2, 5, 8, 10000.0), (2, 2, 4, 16, 500000.0), (2, 3, 6, 32, 10000.0)]):
+        pads = rng.integers(0, 3, size=B)
+        position_ids = np.array([[max(0, t - p) for t in range(T)] for p in pads], dtype=np.int64)
+        x = rng.normal(size=(B, H, T, D)).astype(np.float32)
+        yield f"random {i} (D = {D}, theta = {theta:g})", dict(x=x, position_ids=position_ids, theta=theta), None
+
+
 # ---- tutorial 03: greedy and the logits processors -------------------------------------------------
 
 
@@ -461,6 +483,8 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
              _cases_position_ids, same_ints),
     Exercise("reorder_rows", 2, "the cache rows after a beam step: row i <- old row beam_idx[i]",
              _cases_reorder_rows, same_scores),
+    Exercise("rope", 2, "RoPE on (B, H, T, D) queries, transformers' rotate_half layout",
+             _processor_cases(_rope, _cases_rope), same_scores),
     Exercise("repetition_penalty", 3, "the repetition penalty (divide positive scores, multiply negative ones)",
              _processor_cases(lambda input_ids, scores, penalty:
                               RepetitionPenaltyLogitsProcessor(penalty)(input_ids, scores), _cases_repetition_penalty),

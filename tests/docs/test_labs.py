@@ -94,6 +94,22 @@ def _positions_ignoring_mask(attention_mask):              # arange: the padded 
     return np.broadcast_to(np.arange(attention_mask.shape[1]), attention_mask.shape).copy()
 
 
+def _rope_complex_pairs(x, position_ids, theta):          # Meta's / llama2.c's form: neighbours as complex numbers
+    D = x.shape[-1]
+    freqs = 1.0 / theta ** (np.arange(0, D, 2) / D)                                   # (D/2,)
+    turn = np.exp(1j * np.asarray(position_ids)[:, None, :, None] * freqs)            # (B, 1, T, D/2)
+    z = (x[..., 0::2] + 1j * x[..., 1::2]) * turn
+    return np.stack([z.real, z.imag], axis=-1).reshape(x.shape).astype(np.float32)
+
+
+def _rope_backwards(x, position_ids, theta):               # x * cos - rotate_half(x) * sin: the inverse rotation
+    D = x.shape[-1]
+    angles = np.asarray(position_ids, dtype=np.float32)[..., None] / np.float32(theta) ** (np.arange(0, D, 2) / D)
+    angles = np.concatenate([angles, angles], axis=-1)[:, None].astype(np.float32)
+    half = np.concatenate([-x[..., D // 2:], x[..., : D // 2]], axis=-1)
+    return (x * np.cos(angles) - half * np.sin(angles)).astype(np.float32)
+
+
 def _scatter_not_gather(keys, beam_idx):                   # new[beam_idx[i]] = old[i]: the inverse permutation
     out = np.zeros_like(keys)
     out[np.asarray(beam_idx)] = keys
@@ -280,6 +296,8 @@ WRONG = {
     "position_ids": [(_positions_ignoring_mask, "you ignored the mask"), (_positions_from_one, "start at 1"),
                      (_pads_at_zero, "the pad positions are wrong")],
     "reorder_rows": [(_scatter_not_gather, "you scattered")],
+    "rope": [(_rope_complex_pairs, "you rotated neighbours (x[2i], x[2i + 1])"),
+             (_rope_backwards, "you rotated the wrong way")],
     "repetition_penalty": [(_always_divide, "a negative score was divided"),
                            (_penalise_each_occurrence, "penalised twice")],
     "no_repeat_ngram_banned": [(_bigram_ban, "whatever n is"), (_ban_in_order_found, "sorted, each once")],

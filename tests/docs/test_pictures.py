@@ -25,9 +25,9 @@ DOCS = ROOT / "docs"
 SCRIPT = ROOT / "tools" / "pictures" / "make_pictures.py"
 ALGORITHM_PAGES = ["greedy.md", "beam-search.md", "beam-sample.md", "group-beam-search.md", "temperature.md",
                    "top-k.md", "top-p.md", "repetition-penalty.md", "no-repeat-ngram.md", "min-length.md", "gpt2.md",
-                   "sampling.md", "contrastive-search.md", "constrained-beam-search.md", "entropy-sampling.md",
-                   "speculative-decoding.md", "processors.md", "bad-words-and-forcing.md", "guidance.md",
-                   "stopping.md",
+                   "from-gpt2-to-llama.md", "sampling.md", "contrastive-search.md", "constrained-beam-search.md",
+                   "entropy-sampling.md", "speculative-decoding.md", "processors.md", "bad-words-and-forcing.md",
+                   "guidance.md", "stopping.md",
                    # and the index and choosing-a-strategy
                    "index.md", "choosing-a-strategy.md"]
 

@@ -32,6 +32,10 @@ TERMS: dict[str, str] = {
     "length-penalty": r"length penalty",
     "eos": r"eos",
     "beam": r"beams?(?![ -](?:search|sample|scorer))",
+    "rmsnorm": r"RMSNorm",
+    "rope": r"RoPE",
+    "swiglu": r"SwiGLU",
+    "gqa": r"GQA",
 }
 
 _PROTECTED = re.compile(

@@ -22,7 +22,8 @@ the strategies picture). The beam runs use the real loops (``beam_search``, ``be
 ``group_beam_search``) with a scorer that records each ``process`` call (the ranked candidates in, the kept
 beams out), and every recorded run is checked against ``generate()`` with the same arguments before it is
 drawn. The concept pictures of the other pages (pipeline, KV cache, speculative decoding, sampling,
-contrastive and constrained search, the warpers, stopping, choosing a strategy) are in concepts.py.
+contrastive and constrained search, the warpers, stopping, choosing a strategy) are in concepts.py; the
+Llama pictures (RMSNorm, RoPE, SwiGLU, GQA on models/tiny-shakespeare-llama) in llama_pictures.py.
 
 Numbers in the sidecars can differ in their last digit between machines (BLAS summation order); the test
 compares them to 1e-5. After a regeneration, commit only the pictures you meant to change.
@@ -47,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import concepts  # noqa: E402  (tools/pictures/concepts.py: the concept pictures)
+import llama_pictures  # noqa: E402  (tools/pictures/llama_pictures.py: docs/from-gpt2-to-llama.md)
 import svg as S  # noqa: E402  (tools/pictures/svg.py)
 import zh  # noqa: E402  (tools/pictures/zh.py: the Chinese labels)
 
@@ -839,6 +841,7 @@ def build() -> dict[str, tuple[dict, S.Svg]]:
     for name, svg in distribution_pictures(dists).items():
         pics[name] = (dists, svg)
     pics.update(concepts.build(tok, model))
+    pics.update(llama_pictures.build())
     return pics
 
 

@@ -1,6 +1,8 @@
-"""Samples per decoding strategy from ``models/tiny-shakespeare``, as Markdown for its model card.
+"""Samples per decoding strategy from ``models/tiny-shakespeare`` (or another checkpoint folder, such as
+``models/tiny-shakespeare-llama``), as Markdown for its model card.
 
-Runs transformers 4.38.2 ``generate`` on the shipped float16 weights (loaded as float32) for each strategy.
+Runs transformers 4.38.2 ``generate`` on the shipped float16 weights (loaded as float32, with
+``AutoModelForCausalLM``: GPT-2 or Llama as ``config.json`` says; eager attention) for each strategy.
 If ``refdecode.generate`` can be imported (the package source is put on ``sys.path``), the same settings also
 go through refdecode, and for the deterministic strategies (greedy, beam, group beam) the token ids must be
 identical. Sampling cannot match: torch's and NumPy's random streams differ. refdecode's own samples
@@ -19,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from transformers import GPT2LMHeadModel
+from transformers import AutoModelForCausalLM
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "models" / "tiny-shakespeare"
@@ -48,7 +50,11 @@ def refdecode_generate():
     except ImportError as e:
         print(f"<!-- refdecode.generate not importable ({e}); transformers only -->\n")
         return None
-    model = GPT2.from_pretrained(MODEL)
+    try:
+        from refdecode import from_pretrained   # GPT-2 or Llama, as config.json says
+    except ImportError:                          # a refdecode that knows GPT-2 only
+        from_pretrained = GPT2.from_pretrained
+    model = from_pretrained(MODEL)
     return lambda ids, **kw: np.asarray(generate(model, ids, **kw))  # int64 (N, T_out), as transformers
 
 
@@ -62,7 +68,7 @@ def block(tok: Tokenizer, rows: np.ndarray) -> str:
 def main() -> None:
     torch.set_num_threads(1)
     tok = Tokenizer.from_file(str(MODEL / "tokenizer.json"))
-    hf = GPT2LMHeadModel.from_pretrained(MODEL, local_files_only=True).eval()
+    hf = AutoModelForCausalLM.from_pretrained(MODEL, local_files_only=True, attn_implementation="eager").eval()
     ours = refdecode_generate()
     for title, kw, deterministic in STRATEGIES:
         kw = {"max_new_tokens": NEW, **kw}
