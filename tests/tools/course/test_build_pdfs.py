@@ -32,6 +32,7 @@ def test_the_students_nav_keeps_the_student_pages_only(tmp_path):
     assert re.findall(r":\s*(course/\S+\.md)\s*$", student, flags=re.M) == [
         "course/syllabus.md", "course/handout.md", "course/assignment.md"]
     assert f"docs_dir: {tmp_path / 'docs'}" in student and "strict: false" in student
+    assert f"  - {ROOT}/tools/docs/mkdocs_hooks.py" in student and f'base_path: ["{ROOT}"]' in student
     assert student.count("\n") == config.count("\n") - 3
 
 
