@@ -6,7 +6,8 @@ assignment's handout and starters; no solution, no hidden case, no grader.
 What goes in: ``README.md``, ``pyproject.toml``, ``refdecode/`` (students run it; the assignment forbids
 calling its decoding in the graded part, and the grader enforces it), the two shipped models of ``models/``,
 ``tutorials/`` without ``tutorials/solutions/`` (the exercises are stubs there; the checker prints no expected
-value), ``tutorials/assignment/`` (the starters and ``selfcheck.py``), and ``docs/`` without the instructors'
+value) and without ``tutorials/_graded_guide.py`` (problem 1's mimics and last hints, which nearly solve it),
+``tutorials/assignment/`` (the starters and ``selfcheck.py``), and ``docs/`` without the instructors'
 course pages: of ``docs/course/`` only the student pages in STUDENT_PAGES, and ``assignment.md`` cut before its
 "For instructors" part. What stays out: ``tutorials/solutions/``, ``tools/`` (the grader and the hidden cases
 ``tools/course/hidden/``), ``tests/``, ``benchmarks/``, ``examples/``, git history, virtual environments,
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 INCLUDED = ("README.md", "pyproject.toml", "LICENSE", "refdecode", "models/README.md", "models/tiny-shakespeare",
             "models/gpt2-tiny", "tutorials", "docs")
 #: Paths (relative to the root) never copied, with everything under them.
-EXCLUDED = ("tutorials/solutions", "docs/course")  # (dot-files, such as tutorials/.hints.json, never go)
+#: tutorials/_graded_guide.py: the mimics and last hints of problem 1's exercises, near-solutions of a graded problem.
+EXCLUDED = ("tutorials/solutions", "tutorials/_graded_guide.py", "docs/course")  # (dot-files never go)
 #: The course pages a student reads (the others hold answers: the instructor guide, the questions' answers).
 STUDENT_PAGES = ("assignment.md", "handout.md", "syllabus.md")
 #: The heading from which docs/course/assignment.md is for instructors only.

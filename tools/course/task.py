@@ -1,8 +1,8 @@
 """The graded assignment's definition: its tests and points, and the answers' JSON form over the pipe.
 
-Contract: shared by ``grade.py`` (the parent, which holds the hidden answers), ``sandbox.py`` (the child
-process that runs a submission) and ``make_hidden.py``. It imports numpy and nothing of refdecode at module
-level: the sandbox imports it before it loads the model, and must never load refdecode's decoding.
+Contract: shared by ``grade.py`` (which holds the hidden answers and serves the models), ``sandbox.py`` and
+``make_hidden.py``; it never enters the sandbox (``child.py`` carries its own copy of encode and decode). It
+imports numpy and nothing of refdecode at module level.
 
 A submission is a folder with ``processors.py`` (problem 1) and ``decoding.py`` (problems 2-4); the
 starters are ``tutorials/assignment/``, the handout ``docs/course/assignment.md``.
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 MODEL_DIR = ROOT / "models" / "tiny-shakespeare"
 
-__all__ = ["Test", "TESTS", "MANUAL", "harness", "encode", "decode"]
+__all__ = ["Test", "TESTS", "MANUAL", "harness", "ScriptedModel", "case_model", "encode", "decode"]
 
 
 def _load_harness() -> Any:
@@ -64,6 +64,30 @@ TESTS = [
 ]
 #: Problem 5 (the experiments and the written analysis) is graded by hand with the handout's rubric.
 MANUAL = ("5 experiments and analysis (graded by hand)", 20)
+
+
+class ScriptedModel:
+    """A model whose logits are a table, for hidden cases that reach a rule the shipped model never does (exact
+    ties, an eos at a chosen rank, a top-p cut at a chosen token): ``model(input_ids) -> logits``, int (N, T)
+    -> float32 (N, V), row n = ``table[T % S, input_ids[n, -1]]`` for a float32 table (S, V, V)."""
+
+    def __init__(self, table: Any):
+        self.table = np.asarray(table, dtype=np.float32)                  # (S, V, V)
+        if self.table.ndim != 3 or self.table.shape[1] != self.table.shape[2]:
+            raise ValueError(f"`table` must be (S, V, V), got {self.table.shape}")
+        self.vocab_size, self.n_positions, self.eos_token_id = int(self.table.shape[2]), 1024, None
+
+    def __call__(self, input_ids: Any) -> np.ndarray:
+        ids = np.asarray(input_ids)
+        if ids.ndim != 2 or ids.shape[0] < 1 or ids.shape[1] < 1 or ids.dtype.kind not in "iu":
+            raise ValueError(f"`input_ids` must be an integer array of shape (N, T), N, T >= 1, got {ids.dtype} "
+                             f"{ids.shape}")
+        return self.table[ids.shape[1] % len(self.table), ids[:, -1]].copy()     # (N, V) float32
+
+
+def case_model(case: dict, shipped: Any) -> Any:
+    """The model a decoding case runs on: its scripted table, or ``shipped`` (the tiny-shakespeare model)."""
+    return ScriptedModel(case["model"]) if "model" in case else shipped
 
 
 # ---- answers over the pipe: plain JSON (the parent never unpickles what a submission sends) --------------

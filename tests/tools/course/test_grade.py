@@ -1,8 +1,9 @@
-"""tools/course/grade.py: the reference submission gets full marks, the starters 0, refdecode's own answers 0,
-a hang or a 10 GB allocation is stopped and scored 0, and nothing the grader prints is an expected answer.
+"""tools/course/grade.py: the reference submission gets full marks, the starters 0, refdecode's decoding is
+not there to call, a hang or a 10 GB allocation is stopped and scored 0, and nothing the grader prints is an
+expected answer. The hostile probes are tests/tools/course/test_probes.py.
 
-Each graded function runs in a child process (tools/course/sandbox.py); these tests start many of them, so they
-are marked slow. The hidden cases are the committed ones (tools/course/make_hidden.py --seed 0).
+Each graded function runs in a bubblewrap sandbox (tools/course/sandbox.py); these tests start many of them, so
+they are marked slow. The hidden cases are the committed ones (tools/course/make_hidden.py --seed 0).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import ROOT
 from leak_checks import answer_numbers, numbers_in
@@ -23,6 +23,7 @@ from leak_checks import answer_numbers, numbers_in
 COURSE = ROOT / "tools" / "course"
 sys.path.insert(0, str(COURSE))
 import grade  # noqa: E402
+import sandbox  # noqa: E402
 import task  # noqa: E402
 
 REFERENCE = ROOT / "tutorials" / "solutions" / "submission"
@@ -76,9 +77,10 @@ def test_the_starters_get_zero():
     assert all("not attempted yet" in t["output"] for t in results["tests"][:-1]), results
 
 
-def test_refdecodes_own_functions_score_zero_for_those_problems(tmp_path):
-    """Wrapping, importing through importlib, aliasing, removing the import blocker, reading refdecode's source
-    to exec it, spawning a python that can import it: each scores 0 for that function; the others keep theirs."""
+def test_refdecodes_decoding_is_not_in_the_sandbox(tmp_path):
+    """Importing it through importlib, removing the import machinery's finders first, reading refdecode's source
+    to exec it, spawning a python that imports it: refdecode's decoding does not exist in the sandbox, so each
+    scores 0 for that function; the others keep theirs."""
     sub = _submission(
         tmp_path,
         top_k_filter="""
@@ -89,15 +91,14 @@ def test_refdecodes_own_functions_score_zero_for_those_problems(tmp_path):
         greedy="""
             def greedy(model, input_ids, max_new_tokens, eos_token_id=None):
                 import sys
-                sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "Blocker"]
+                sys.meta_path[:] = [f for f in sys.meta_path if "Path" in type(f).__name__]
                 from refdecode.decoding.greedy import greedy_search
                 return greedy_search(model, input_ids, max_length=input_ids.shape[1] + max_new_tokens)
             """,
-        sample="""
+        sample=f"""
             def sample(model, input_ids, max_new_tokens, temperature, top_k, top_p, uniforms, eos_token_id=None):
-                import refdecode, pathlib
-                source = (pathlib.Path(refdecode.__path__[0]) / "decoding" / "sampling.py").read_text()
-                namespace = {}
+                source = open({str(ROOT / "refdecode" / "decoding" / "sampling.py")!r}).read()
+                namespace = {{}}
                 exec(compile(source, "copied.py", "exec"), namespace)
                 return namespace["sample"](model, input_ids)
             """,
@@ -105,54 +106,62 @@ def test_refdecodes_own_functions_score_zero_for_those_problems(tmp_path):
             def beam_search(model, input_ids, max_new_tokens, num_beams, length_penalty, early_stopping,
                             eos_token_id=None):
                 import subprocess, sys
-                subprocess.run([sys.executable, "-c", "import refdecode"], check=True)
+                subprocess.run([sys.executable, "-c", "import refdecode.decoding"], check=True)
                 return None
             """)
     results = _by_function(grade.grade(sub, timeout=120))
     assert {name: entry["score"] for name, entry in results.items()} == {
         "repetition_penalty": 5, "no_repeat_ngram_banned": 5, "top_k_filter": 0, "llama_top_p": 5,
         "greedy": 0, "sample": 0, "beam_search": 0}
-    assert "refused: importing refdecode.processors" in results["top_k_filter"]["output"]
-    assert "refused: importing refdecode.decoding.greedy" in results["greedy"]["output"]
-    assert "refused: opening refdecode/decoding/sampling.py" in results["sample"]["output"]
-    assert "refused: subprocess.Popen" in results["beam_search"]["output"]
+    assert "raised ModuleNotFoundError" in results["top_k_filter"]["output"]
+    assert "raised ModuleNotFoundError" in results["greedy"]["output"]
+    assert "raised FileNotFoundError" in results["sample"]["output"]
+    assert "raised CalledProcessError" in results["beam_search"]["output"]
 
 
-def test_refdecodes_model_and_numerics_are_allowed(tmp_path):
-    """The walls stop refdecode's decoding, not what the handout allows: its softmax / log_softmax and the model."""
+def test_softmax_and_log_softmax_are_there_and_nothing_else_of_refdecode(tmp_path):
+    """The handout allows ``from refdecode import log_softmax, softmax``: the sandbox's refdecode has those two
+    (refdecode's own text) and nothing else: not the model, not the processors."""
     sub = _submission(tmp_path, sample="""
-        from refdecode import GPT2, log_softmax, softmax
-        from refdecode.model.kv_cache import KVCache
+        from refdecode import log_softmax, softmax
+        """, llama_top_p="""
+        from refdecode import GPT2
         """)
-    result = _by_function(grade.grade(sub, timeout=120, only=["sample", "beam_search"]))
+    result = _by_function(grade.grade(sub, timeout=120, only=["sample", "beam_search", "llama_top_p"]))
     assert result["sample"]["score"] == 20 and result["beam_search"]["score"] == 30, result
+    assert result["llama_top_p"]["score"] == 0
+    assert "processors.py could not be loaded: ImportError" in result["llama_top_p"]["output"]
 
 
 def test_aliases_and_foreign_functions_are_refused(tmp_path):
-    """An alias of refdecode's function at import time makes the file fail to load (refdecode there has only the
-    model and numerics); a function defined outside the submission, or not a def, is refused."""
+    """An alias of refdecode's function makes the file fail to load (the sandbox's refdecode has only softmax
+    and log_softmax); a function that is not a def, or is defined outside the submission, is refused."""
     sub = _submission(tmp_path, processors_py="from refdecode import llama_top_p_probs as llama_top_p\n",
                       greedy="import numpy\ngreedy = numpy.argmax\n",
-                      sample="import functools\nsample = functools.partial(sample)\n")
+                      sample="import functools\nsample = functools.partial(sample)\n",
+                      beam_search="import json\nbeam_search = json.dumps\n")
     results = _by_function(grade.grade(sub, timeout=120, only=["llama_top_p", "greedy", "sample", "beam_search"]))
     assert results["llama_top_p"]["score"] == 0 and "could not be loaded" in results["llama_top_p"]["output"]
     assert results["greedy"]["score"] == 0 and "must be a function defined with def" in results["greedy"]["output"]
     assert results["sample"]["score"] == 0 and "(it is a partial)" in results["sample"]["output"]
-    assert results["beam_search"]["score"] == 30
+    assert results["beam_search"]["score"] == 0 and \
+        "beam_search is defined outside your submission folder" in results["beam_search"]["output"]
 
 
-def test_a_function_from_outside_the_submission_is_refused(tmp_path):
-    """The graded function's code must live in the submission folder (its code object's file)."""
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    shutil.copy(REFERENCE / "decoding.py", elsewhere / "foreign.py")
-    sub = _submission(tmp_path, greedy=f"""
-        import sys
-        sys.path.insert(0, {str(elsewhere)!r})
-        from foreign import greedy
+def test_only_the_submissions_py_files_are_copied_in(tmp_path):
+    """A module the submission imports from its own folder works; a link, a .pth and a __pycache__ stay out."""
+    sub = _submission(tmp_path, greedy="""
+        from helper_module import greedy
         """)
+    (sub / "helper_module.py").write_text((REFERENCE / "decoding.py").read_text())
+    (sub / "linked.py").symlink_to(COURSE / "hidden" / "cases.json")
+    (sub / "evil.pth").write_text("import os\n")
     result = _by_function(grade.grade(sub, timeout=120, only=["greedy"]))["greedy"]
-    assert result["score"] == 0 and "greedy is defined outside your submission folder" in result["output"], result
+    assert result["score"] == 10, result
+    copied = tmp_path / "copied"
+    copied.mkdir()
+    assert sandbox.copy_submission(sub, copied) == 3
+    assert sorted(p.name for p in copied.iterdir()) == ["decoding.py", "helper_module.py", "processors.py"]
 
 
 def test_the_hidden_cases_cannot_be_read_from_the_submission(tmp_path):
@@ -163,7 +172,7 @@ def test_the_hidden_cases_cannot_be_read_from_the_submission(tmp_path):
             return input_ids
         """)
     result = _by_function(grade.grade(sub, timeout=120, only=["greedy"]))["greedy"]
-    assert result["score"] == 0 and "refused: opening tools/course/hidden" in result["output"]
+    assert result["score"] == 0 and "raised FileNotFoundError" in result["output"]
 
 
 def test_a_hang_and_a_10_gb_allocation_are_stopped_and_scored_zero(tmp_path):
@@ -244,7 +253,8 @@ def test_source_copied_from_refdecode_is_flagged_not_zeroed(tmp_path):
     sub = _submission(tmp_path)
     with open(sub / "decoding.py", "a") as f:
         f.write("\n\n" + inspect.getsource(top_p_warp).replace("def top_p_warp", "def my_top_p"))
-    flags = grade.similar_to_refdecode(sub)
-    assert len(flags) == 1 and flags[0].startswith("decoding.py:my_top_p ~ refdecode/processors/logits_warp.py:top_p_warp ("), flags
-    assert float(flags[0].rsplit("(", 1)[1].rstrip(")")) >= 0.95, flags   # the decorator line aside, the same text
-    assert grade.similar_to_refdecode(REFERENCE) == []          # the reference solution is written independently
+    results = grade.grade(sub, timeout=120, only=["top_k_filter"])
+    assert results["tests"][0]["score"] == 5
+    flags = results["output"].splitlines()[1:]
+    assert len(flags) == 1 and flags[0].strip().startswith(
+        "decoding.py:my_top_p ~ refdecode/processors/logits_warp.py:top_p_warp ("), flags

@@ -116,3 +116,22 @@ def test_an_untracked_file_and_a_link_are_not_copied(tmp_path):
     finally:
         scratch.unlink(missing_ok=True)
         link.unlink(missing_ok=True)
+
+
+def test_no_helper_of_the_copy_solves_a_graded_problem(copy):
+    """Problem 1's exercises keep their rules and first hint in the copy, not the mimics (parameterised
+    near-solutions: ``_ban_after(row, n - 1)`` is no_repeat_ngram_banned) nor the hints that give the answer."""
+    assert not (copy / "tutorials" / "_graded_guide.py").exists()
+    proc = subprocess.run([sys.executable, "-c", "from _lab_guide import GUIDES\n"
+                           "for name in ('repetition_penalty', 'no_repeat_ngram_banned', 'top_k_filter', "
+                           "'llama_top_p'):\n"
+                           "    g = GUIDES[name]\n"
+                           "    print(name, len(g.hints), sum(m.mimic is not None for m in g.mistakes))"],
+                          capture_output=True, text=True, timeout=120, cwd=copy / "tutorials",
+                          env={"PYTHONPATH": str(copy / "tutorials") + ":" + str(copy), "PATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["repetition_penalty", "1", "0", "no_repeat_ngram_banned", "1", "0",
+                                   "top_k_filter", "1", "0", "llama_top_p", "1", "0"]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (copy / "tutorials").rglob("*.py"))
+    for helper in ("def _penalty(", "def _ban_after(", "def _keep_top(", "def _gather_top_p("):
+        assert helper not in text, helper
