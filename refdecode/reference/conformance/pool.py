@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from queue import SimpleQueue
 from typing import Any
@@ -50,15 +50,18 @@ class Counted:
         return item
 
 
-def in_threads(cases: Iterator[dict], command: str, timeout: float, jobs: int) -> Iterator[tuple[dict, Result]]:
-    """(case, result) in the order of ``cases``, answered by ``jobs`` implementation processes."""
+def in_threads(cases: Iterator[dict], command: str, timeout: float, jobs: int,
+               worker_type: Callable[[str, float], Any] | None = None) -> Iterator[tuple[dict, Any]]:
+    """(case, result) in the order of ``cases``, answered by ``jobs`` implementation processes; ``worker_type``:
+    another worker than ``check.Worker`` (a ``run(case)`` and a ``close()``; ``record_responses.py`` keeps raw
+    answers)."""
     idle: SimpleQueue = SimpleQueue()
     workers = []
 
-    def run(case: dict) -> Result:
+    def run(case: dict) -> Any:
         worker = idle.get()   # started on first use: a short run does not start processes it never asks
         if worker is None:
-            worker = Worker(command, timeout)
+            worker = (worker_type or Worker)(command, timeout)
             workers.append(worker)
         try:
             return worker.run(case)
