@@ -41,9 +41,10 @@ def cpu_name() -> str:
     return f"{name}, {os.cpu_count()} cores, {'AVX-512' if 'avx512f' in text else 'AVX2, no AVX-512'}"
 
 
-def run_check(suite: str, jobs: int, plant: str | None, only: str | None) -> dict:
+def run_check(suite: str, jobs: int, plant: str | None, only: str | None, timeout: float) -> dict:
     serve = " ".join(REFDECODE + ["serve"] + (["--plant", plant] if plant else []))
-    command = REFDECODE + ["check", suite, "--cmd", serve, "--jobs", str(jobs)] + (["--only", only] if only else [])
+    command = REFDECODE + ["check", suite, "--cmd", serve, "--jobs", str(jobs), "--timeout", str(timeout)] + (
+        ["--only", only] if only else [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
@@ -64,6 +65,8 @@ def main() -> None:
     ap.add_argument("--only", help="case types or groups, as check's --only")
     ap.add_argument("--plant", help="serve with this planted bug (plants.py), so failing lines are compared too")
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=600.0, help="check's --timeout (a busy machine: no case should "
+                                                                 "time out, so the outputs can be compared)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     suite = args.suite
@@ -75,7 +78,7 @@ def main() -> None:
     runs = []
     for _ in range(args.rounds):
         for jobs in (1, 2):
-            run = run_check(suite, jobs, args.plant, args.only)
+            run = run_check(suite, jobs, args.plant, args.only, args.timeout)
             runs.append(run)
             print(f"jobs {jobs}: {run['wall_s']} s, {run['cases_per_s']} cases/s, {run['cpu_s_per_case']} CPU s/case, "
                   f"load {run['load_before']:.1f} -> {run['load_after']:.1f}: {run['summary']}", flush=True)
@@ -84,6 +87,7 @@ def main() -> None:
     print(f"outputs equal to the serial one, line for line: {same}; CPU: {cpu_name()}")
     if args.json:
         figures = {"cpu": cpu_name(), "same_output": same, "plant": args.plant, "only": args.only,
+                   "timeout": args.timeout,
                    "runs": [{k: v for k, v in run.items() if k != "output"} for run in runs]}
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
 

@@ -6,13 +6,20 @@ written after the response to the previous one arrived, so an implementation may
 write-line loop). Its standard error is passed through. Each response is compared with ``compare.py``'s rules;
 one line is printed per failing case (``FAIL id (note): where and how``; for a decode, also the first step, row
 and stage where it departs from refdecode's own trace, with the verdict of ``refdecode diff``), per near-tie
-(``NEAR-TIE id: ...``) and, with ``list_unsupported``, per case the implementation declined
-(``{"id", "unsupported": reason}``), then the closing line ``N passed, M failed`` (``, U unsupported``, ``, K
-not run`` when there are any; near-ties count as passed, unsupported cases as neither).
+(``NEAR-TIE id: ...``), per case without a response in time (``TIMEOUT id (note): ...``) and, with
+``list_unsupported``, per case the implementation declined (``{"id", "unsupported": reason}``), then the closing line
+``N passed, M failed`` (``, T timed out``, ``, U unsupported``, ``, K not run`` when there are any; near-ties count
+as passed, unsupported cases as neither).
+
+At scale (``pool.py``): ``jobs`` processes answer at once (threads, or Ray tasks with ``ray``), each one request at
+a time, and the lines come out in the suite's order, those of the serial run; the suite is streamed
+(``suite.open_suite``), so only the cases in flight are in memory.
 
 An implementation that misbehaves costs a bounded time and memory and never shifts the answers of later cases:
 
-- a response has to arrive within ``timeout`` seconds and be at most :data:`MAX_RESPONSE_BYTES` long;
+- a response has to arrive within :func:`case_timeout` (``timeout`` seconds, scaled up for a decode larger than 64
+  token positions of GPT-2 124M) and be at most :data:`MAX_RESPONSE_BYTES` long; a late one is a TIMEOUT, counted
+  apart from the wrong answers;
 - when a case gets no answer (a timeout, an exit, a closed standard output, a flood, a request it does not
   read), the implementation is **killed and started again** for the next case, so a late answer can never be
   taken for another case's; after :data:`MAX_CONSECUTIVE_MISSES` cases in a row without an answer, ``check``
