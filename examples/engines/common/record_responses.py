@@ -28,6 +28,7 @@ class Recorder:
     def __init__(self, command: str, timeout: float, rename: dict[str, str]):
         self.command, self.timeout, self.rename = command, timeout, rename
         self.adapter = Implementation(command)
+        self.stopped = False
 
     def run(self, case: dict) -> dict:
         sent = self.rename.get(case["type"], case["type"])
@@ -36,8 +37,14 @@ class Recorder:
                                             self.timeout))
         except NoAnswer as err:
             self.adapter.close(kill=True)
-            self.adapter = Implementation(self.command)
+            if not self.stopped:
+                self.adapter = Implementation(self.command)
             return {"error": f"no answer: {err}"}
+
+    def stop(self) -> None:
+        """Stopped early (Ctrl-C): kill the adapter now; the case it runs ends as no answer."""
+        self.stopped = True
+        self.adapter.close(kill=True)
 
     def close(self) -> None:
         self.adapter.close()

@@ -103,7 +103,7 @@ class Implementation:
             try:
                 self.proc.stdin.write(data)
                 self.proc.stdin.flush()
-            except (BrokenPipeError, OSError) as e:
+            except (BrokenPipeError, OSError, ValueError) as e:   # ValueError: closed by check's stop meanwhile
                 error.append(e)
 
         writer = threading.Thread(target=write, daemon=True)
@@ -285,6 +285,7 @@ class Worker:
     def __init__(self, command: str, timeout: float, cwd: str | None = None):
         self.command, self.timeout, self.cwd = command, timeout, cwd
         self.implementation = Implementation(command, cwd)
+        self.stopped = False
 
     def run(self, case: dict) -> Result:
         """Send the case, judge the response (with where a failing decode departs)."""
@@ -293,12 +294,19 @@ class Worker:
             line = self.implementation.ask(request, case_timeout(case, self.timeout))
         except NoAnswer as err:
             self.implementation.close(kill=True)
+            if self.stopped:   # check is ending: no new process
+                return Result("fail", "check stopped", True)
             self.implementation = Implementation(self.command, self.cwd)
             return Result("timeout" if err.timed_out else "fail", f"{err} (the implementation is restarted)", True)
         verdict, message = _judge(case, line)
         if verdict in ("fail", "last-bit") and "config" in case["input"]:
             message += _where_it_departs(case, line)
         return Result(verdict, message)
+
+    def stop(self) -> None:
+        """Kill the process now (from another thread: the case it runs ends at once) and start no other."""
+        self.stopped = True
+        self.implementation.close(kill=True)
 
     def close(self) -> None:
         self.implementation.close()

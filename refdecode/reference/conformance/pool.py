@@ -72,6 +72,7 @@ def in_threads(cases: Iterator[dict], command: str, timeout: float, jobs: int,
         idle.put(None)
     pool = ThreadPoolExecutor(jobs, thread_name_prefix="conformance-worker")
     pending: deque = deque()
+    finished = False
     try:
         for case in cases:
             pending.append((case, pool.submit(run, case)))
@@ -81,10 +82,14 @@ def in_threads(cases: Iterator[dict], command: str, timeout: float, jobs: int,
         while pending:
             case, future = pending.popleft()
             yield case, future.result()
+        finished = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)   # a running case ends within its timeout
+        if not finished:   # stopped early (3 misses, an error, Ctrl-C): end the running cases now, not at their timeout
+            for worker in list(workers):
+                worker.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
         for worker in workers:
-            worker.close()
+            worker.close()   # done: standard input closed, 2 s to exit
 
 
 def run_shard(cases: list[dict], command: str, timeout: float, cwd: str) -> list[Result | None]:
@@ -125,12 +130,7 @@ def on_ray(cases: Iterator[dict], command: str, timeout: float, address: str,
         raise ValueError('`--ray` needs Ray: pip install "refdecode[scale]"') from None
     started = not ray.is_initialized()
     if started:
-        if address == "local":   # on loopback, no dashboard, no usage report sent anywhere
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            ray.init(num_cpus=jobs, include_dashboard=False, logging_level=logging.WARNING,
-                     _node_ip_address="127.0.0.1")
-        else:
-            ray.init(address=address, logging_level=logging.WARNING)
+        _start(ray, address, jobs)
     width = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
     task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
     pending: deque = deque()
@@ -147,6 +147,24 @@ def on_ray(cases: Iterator[dict], command: str, timeout: float, address: str,
             ray.cancel(ref, force=True)
         if started:
             ray.shutdown()
+
+
+def _start(ray: Any, address: str, jobs: int | None) -> None:
+    """Join the cluster at ``address``, or start a local runtime: on loopback, no dashboard, no usage report sent
+    anywhere. Ray gives a local node 30 s to register; on a busy machine that may not be enough: tried 3 times."""
+    if address != "local":
+        ray.init(address=address, logging_level=logging.WARNING)
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    for attempt in range(3):
+        try:
+            ray.init(num_cpus=jobs, include_dashboard=False, logging_level=logging.WARNING,
+                     _node_ip_address="127.0.0.1")
+            return
+        except Exception:  # noqa: BLE001 -- Ray raises a bare Exception when the node times out during start-up
+            ray.shutdown()
+            if attempt == 2:
+                raise
 
 
 def _in_order(shard: list[dict], ref: Any, ray: Any) -> Iterator[tuple[dict, Result | None]]:

@@ -34,37 +34,51 @@ def test_the_stop_after_three_misses_in_a_row_is_the_serial_ones(unit_suite):
     assert run_check(unit_suite, exits, only="min_length", jobs=2) == serial
 
 
-def test_results_come_in_the_order_of_the_cases_whatever_order_they_finish_in(monkeypatch):
-    """The third case answers first; in_threads still yields the first case first, and reads ahead only so far."""
-    import threading
+@pytest.mark.slow
+def test_hanging_implementations_stop_as_serially_and_promptly(unit_suite):
+    """3 timeouts in a row stop check; the case the other process still runs is ended then, not at its timeout."""
     import time
+
+    serial = run_check(unit_suite, "sleep 600", only="top_p", timeout=2)
+    assert serial[1][-1] == "0 passed, 0 failed, 3 timed out, 103 not run"
+    start = time.monotonic()
+    assert run_check(unit_suite, "sleep 600", only="top_p", timeout=2, jobs=2) == serial
+    assert time.monotonic() - start < 30
+
+
+def test_results_come_in_the_order_of_the_cases_whatever_order_they_finish_in(monkeypatch):
+    """The first case waits until the third has finished; in_threads still yields the first case first."""
+    import threading
 
     from refdecode.reference.conformance import pool
     from refdecode.reference.conformance.check import Result
 
-    delays = {0: 0.3, 1: 0.2, 2: 0.0, 3: 0.1}
+    third_done = threading.Event()
     finished: list[int] = []
-    lock = threading.Lock()
 
-    class Sleeper:
+    class Waiter:
         def __init__(self, command, timeout, cwd=None):
             pass
 
         def run(self, case):
-            time.sleep(delays[case["n"]])
-            with lock:
-                finished.append(case["n"])
+            if case["n"] == 0:
+                assert third_done.wait(timeout=60)
+            finished.append(case["n"])
+            if case["n"] == 2:
+                third_done.set()
             return Result("pass", str(case["n"]))
+
+        def stop(self):
+            pass
 
         def close(self):
             pass
 
-    monkeypatch.setattr(pool, "Worker", Sleeper)
+    monkeypatch.setattr(pool, "Worker", Waiter)
     cases = Counted(iter([{"n": n} for n in range(4)]))
-    results = in_threads(cases, "unused", 1.0, 4)
-    first = next(results)
-    assert first[0] == {"n": 0} and first[1].message == "0" and cases.taken == 4
-    assert [r.message for _, r in results] == ["1", "2", "3"] and finished[0] == 2
+    results = list(in_threads(cases, "unused", 1.0, 4))
+    assert [case["n"] for case, _ in results] == [0, 1, 2, 3] and [r.message for _, r in results] == ["0", "1", "2", "3"]
+    assert finished.index(2) < finished.index(0) and cases.taken == 4
 
 
 def test_jobs_must_be_a_positive_int(unit_suite):
