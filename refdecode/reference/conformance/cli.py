@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("dir", metavar="DIR", help="directory to write (empty, or a previous export)")
     ex.add_argument("--only", metavar="TYPES", help="comma-separated case types or groups (default: all)")
     ch = sub.add_parser("check", help="run an implementation through the suite in DIR",
-                        description="Start COMMAND once, send it every case of the suite in DIR as one JSON request "
+                        description="Start COMMAND once (N times with --jobs N), send it every case of the suite in DIR as one JSON request "
                                     "per line on its stdin, read one JSON response per line from its stdout, and "
                                     "compare with refdecode's expected values.",
                         epilog=CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                     help='the implementation, a shell command, e.g. "node my_decoder.js" or "./build/decoder"')
     ch.add_argument("--only", metavar="TYPES", help="comma-separated case types or groups, e.g. top_p,beam")
     ch.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
-                    help="longest wait for one response, a finite number > 0 (default %%(default)s), times max(1, "
+                    help="longest wait for one response, a finite number > 0 (default %(default)s), times max(1, "
                          "the case's size / 8e9) for a decode larger than 64 token positions of GPT-2 124M (see "
                          "below)")
     ch.add_argument("--jobs", type=_count, default=None, metavar="N",
