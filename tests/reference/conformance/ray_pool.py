@@ -29,4 +29,5 @@ def test_the_command_line_on_ray_passes_with_refdecodes_own_serve(unit_suite):
     run = subprocess.run([sys.executable, "-m", "refdecode.cli", "conformance", "check", str(unit_suite), "--cmd",
                           SERVE, "--only", "min_length,top_k", "--ray", "local", "--jobs", "2"],
                          capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0 and run.stdout == "70 passed, 0 failed\n"
+    assert run.returncode == 0 and run.stdout == "130 passed, 0 failed\n"   # 40 min_length + 90 top_k cases
+    assert run_check(unit_suite, only="min_length,top_k") == (0, ["130 passed, 0 failed"])
