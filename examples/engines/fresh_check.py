@@ -2,6 +2,7 @@ r"""Profile = engine on fresh cases: new cases drawn from a seed, each installed
 
     .venv/bin/python examples/engines/fresh_check.py --fresh 100 --seed 20261126 [--answered 100]
                                                      [--engines ctranslate2,...] [--groups ...] [--json out.json]
+                                                     [--jobs 2]
 
 Draws the cases with ``refdecode conformance fresh`` (``refdecode.reference.conformance.fresh``: prompts, batches,
 settings and near-ties never in the committed suite), sends each to every installed engine's adapter
@@ -30,9 +31,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
+import os
+import shutil
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,6 +46,7 @@ from refdecode.reference.conformance.cases_engines import SHIPPED
 from refdecode.reference.conformance.check import Implementation, NoAnswer
 from refdecode.reference.conformance.fresh import FRESH_GROUPS, NEAR_TIE, write_fresh
 from refdecode.reference.conformance.kinds import to_json
+from refdecode.reference.conformance.progress import Progress
 from refdecode.reference.conformance.registry import REGISTRY, Case
 from refdecode.reference.conformance.suite import load_suite
 from refdecode.reference.engines import PROFILES, NextTokenLogits, decode_as
@@ -136,8 +142,13 @@ def _fitted(draw: Draw) -> Callable[[Case], Case] | None:
 def draw_suite(root: Path, draw: Draw, n: int, seed: int, stream: int) -> list[dict]:
     """Stream ``stream`` of ``draw`` (written to ``root/<name>-<stream>`` once, then read), as loaded cases."""
     folder = root / f"{draw.name}-{stream}"
-    if not (folder / "manifest.json").exists():
-        write_fresh(folder, n, seed, draw.groups, stream, _fitted(draw))
+    if not (folder / "manifest.json").exists():   # written aside, then renamed: engines checked at once (--jobs)
+        aside = root / f".{draw.name}-{stream}.{os.getpid()}"   # that draw alike may both write it; one rename wins
+        write_fresh(aside, n, seed, draw.groups, stream, _fitted(draw))
+        try:
+            aside.rename(folder)
+        except OSError:
+            shutil.rmtree(aside)
     return load_suite(folder)[1]
 
 
@@ -286,9 +297,12 @@ def main() -> int:
     ap.add_argument("--suite", type=Path, default=None, help="where to write the cases (default: a temporary folder)")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json", type=Path, default=None, help="write the per-engine results here")
+    ap.add_argument("--jobs", type=int, default=1, help="engines checked at once, each in its own process")
     args = ap.parse_args()
     if args.answered is not None and args.answered < 1:
         ap.error(f"--answered must be >= 1, got {args.answered}")
+    if args.jobs < 1:
+        ap.error(f"--jobs must be >= 1, got {args.jobs}")
     if args.max_streams < 1:
         ap.error(f"--max-streams must be >= 1, got {args.max_streams}")
     root = args.suite or Path(tempfile.mkdtemp(prefix="refdecode-fresh-"))
@@ -297,11 +311,18 @@ def main() -> int:
     unknown = [e for e in engines if e not in PROFILES]
     if unknown:
         ap.error(f"--engines: no profile named {', '.join(unknown)} (profiles: {', '.join(PROFILES)})")
-    print(f"fresh cases, seed {args.seed}, {args.fresh} a stream, in {root}")
-    results = {}
-    for engine in engines:
-        r = results[engine] = check_fresh(engine, root, args.fresh, args.seed, args.timeout, args.answered,
-                                          args.max_streams, groups)
+    print(f"fresh cases, seed {args.seed}, {args.fresh} a stream, in {root}", flush=True)
+    check = functools.partial(check_fresh, root=root, n=args.fresh, seed=args.seed, timeout=args.timeout,
+                              answered=args.answered, max_streams=args.max_streams, groups=groups)
+    # --jobs engines at once, each in its own process (the profile's decodes are NumPy work of this side), as
+    # refdecode conformance check --jobs runs implementation processes; the report in the order of --engines
+    with ProcessPoolExecutor(args.jobs) as pool, Progress(len(engines), "fresh engines", unit="engine") as bar:
+        futures = [pool.submit(check, engine) for engine in engines]
+        for future in as_completed(futures):
+            future.result()
+            bar.advance()
+    results = {engine: future.result() for engine, future in zip(engines, futures)}
+    for engine, r in results.items():
         print(f"{engine} ({r['draw']}): profile = engine on {r['same']} of {r['answered']} answered "
               f"({r['departing_same']} of the {r['departing']} departing from 4.38.2), {r['unsupported']} "
               f"unsupported, {r['no_answer']} no answer, {r['failed_as_modelled']} failed where the profile allows it; "

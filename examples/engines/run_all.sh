@@ -34,47 +34,43 @@ done
 ONLY=engines,engines_124m,gpt2_greedy,gpt2_sample,gpt2_beam_search,gpt2_group_beam_search
 rm -rf "$WORK/suite"; .venv/bin/refdecode conformance export "$WORK/suite" --only "$ONLY"
 
-# 4) check + record, two engines at a time (one per core; each adapter on one thread), the slow ones split
+# 4) check + record, one engine at a time, each through check's pool of two adapter processes (--jobs 2: one per
+# core; each adapter on one thread); the verdicts in the suite's order, as one process gives them. On a terminal,
+# check and record_responses.py draw their progress (cases done of total, rate, time left) on stderr; the adapters'
+# own stderr goes to adapter-<engine>.log
+JOBS=${RUN_ALL_JOBS:-2}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 TF_NUM_INTRAOP_THREADS=1 TF_NUM_INTEROP_THREADS=1
 check_and_record() {
   local e=$1 t0; t0=$(date +%s)
-  .venv/bin/refdecode conformance check "$WORK/suite" --cmd "examples/engines/$e/run" --only "$ONLY" \
-    --timeout 300 > "$WORK/check-$e.txt" 2>&1 || true
-  $PY examples/engines/common/record_responses.py "$WORK/suite" --cmd "examples/engines/$e/run" \
+  echo "engine $e ($(( ${#DONE[@]} + 1 )) of ${#ENGINES[@]})" >&2
+  .venv/bin/refdecode conformance check "$WORK/suite" --cmd "examples/engines/$e/run 2>>'$WORK/adapter-$e.log'" \
+    --only "$ONLY" --timeout 300 --jobs "$JOBS" > "$WORK/check-$e.txt" || true
+  $PY examples/engines/common/record_responses.py "$WORK/suite" --cmd "examples/engines/$e/run 2>>'$WORK/adapter-$e.log'" \
     --only engines_greedy,engines_beam_search,engines_124m_greedy,engines_124m_beam_search,gpt2_greedy,gpt2_sample,gpt2_beam_search \
-    --rename gpt2_beam_search=engines_beam_search -o "$WORK/responses-$e.jsonl"
+    --rename gpt2_beam_search=engines_beam_search --jobs "$JOBS" -o "$WORK/responses-$e.jsonl"
   $PY examples/engines/common/slim_responses.py "$WORK/responses-$e.jsonl" "examples/engines/$e/responses.jsonl"
   echo "run $e: $(( $(date +%s) - t0 )) s" > "$WORK/time-$e.txt"
+  DONE+=("$e")
 }
-HALF_A=(transformers-4.38.2 ctranslate2 transformers-js keras-hub openvino-genai transformers-4.38.2-flax)
-HALF_B=(transformers-5 onnxruntime-genai llama-cpp mlx-lm transformers-4.38.2-tf vllm)
-[ "$(printf '%s\n' "${HALF_A[@]}" "${HALF_B[@]}" | sort)" = "$(printf '%s\n' "${ENGINES[@]}" | sort)" ] \
-  || { echo "run_all.sh: HALF_A + HALF_B must be ENGINES, each once"; exit 2; }
-( for e in "${HALF_A[@]}"; do check_and_record "$e"; done ) &
-( for e in "${HALF_B[@]}"; do check_and_record "$e"; done ) &
-wait
+DONE=()
 : > "$WORK/check-summaries.txt"
+for e in "${ENGINES[@]}"; do check_and_record "$e"; done
 for e in "${ENGINES[@]}"; do
   echo "$e: $(tail -n 1 "$WORK/check-$e.txt")" | tee -a "$WORK/check-summaries.txt"
   tee -a "$WORK/times.txt" < "$WORK/time-$e.txt"
 done
 
 # 4b) fresh cases (new every run, the seed in the page): each engine's answers against its profile, drawn over the
-# options the engine takes (fresh_check.py's DRAWS) until it has answered 100; the two halves side by side again
+# options the engine takes (fresh_check.py's DRAWS) until it has answered 100; JOBS engines at once, each in its own
+# process (a progress bar of engines on a terminal)
 FRESH_SEED=${FRESH_SEED:-$(date -u +%Y%m%d)}
 t0=$(date +%s)
-fresh_half() {   # $1: a name for the files, the rest: profiles
-  local name=$1; shift
-  $PY examples/engines/fresh_check.py --fresh 100 --answered 100 --seed "$FRESH_SEED" --suite "$WORK/fresh-$name" \
-    --engines "$(IFS=,; echo "$*")" --json "$WORK/fresh-$name.json" > "$WORK/fresh-$name.txt" 2>&1 \
-    && echo 0 > "$WORK/fresh-$name.status" || echo $? > "$WORK/fresh-$name.status"
-}
-fresh_half a "${HALF_A[@]}" ctranslate2-per-prompt &
-fresh_half b "${HALF_B[@]}" mlx-lm-per-prompt &
-wait
-for name in a b; do   # status 1: mismatches (listed on the page); anything else: the check failed
-  echo "fresh cases $name (seed $FRESH_SEED): exit $(cat "$WORK/fresh-$name.status"), $(grep -c MISMATCH "$WORK/fresh-$name.txt") mismatches" | tee -a "$WORK/times.txt"
-done
+FRESH_ENGINES="$(IFS=,; echo "${ENGINES[*]}"),ctranslate2-per-prompt,mlx-lm-per-prompt"
+$PY examples/engines/fresh_check.py --fresh 100 --answered 100 --seed "$FRESH_SEED" --suite "$WORK/fresh" \
+  --engines "$FRESH_ENGINES" --jobs "$JOBS" --json "$WORK/fresh.json" > "$WORK/fresh.txt" \
+  && echo 0 > "$WORK/fresh.status" || echo $? > "$WORK/fresh.status"
+# status 1: mismatches (listed on the page); anything else: the check failed
+echo "fresh cases (seed $FRESH_SEED): exit $(cat "$WORK/fresh.status"), $(grep -c MISMATCH "$WORK/fresh.txt") mismatches" | tee -a "$WORK/times.txt"
 echo "fresh: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
 unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS TF_NUM_INTRAOP_THREADS TF_NUM_INTEROP_THREADS
 
@@ -96,7 +92,7 @@ echo "beam_gap: $(( $(date +%s) - t0 )) s" | tee -a "$WORK/times.txt"
 GAP=(); [ -f "$WORK/beam_gap.json" ] && GAP=(--beam-gap "$WORK/beam_gap.json")
 
 # 6) the report
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh-a.json" --fresh "$WORK/fresh-b.json" --run-seconds $(( $(date +%s) - START )) \
+OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench "$WORK/bench.jsonl" --check-dir "$WORK" --refdecode-bench ${GAP[@]+"${GAP[@]}"} --fresh "$WORK/fresh.json" --run-seconds $(( $(date +%s) - START )) \
   --provenance "Recorded by examples/engines/run_all.sh on $(date -u +%Y-%m-%d); check summaries: $(tr '\n' ';' < "$WORK/check-summaries.txt") times: $(tr '\n' ';' < "$WORK/times.txt")"
 
 # 7) the whole run's time, measured here at the end, into the page (report.json's run_time)

@@ -17,7 +17,37 @@ import os
 import sys
 
 from refdecode.reference.conformance.check import Implementation, NoAnswer
-from refdecode.reference.conformance.suite import load_suite
+from refdecode.reference.conformance.pool import in_threads
+from refdecode.reference.conformance.progress import Progress
+from refdecode.reference.conformance.suite import open_suite
+
+
+class Recorder:
+    """One adapter process (``pool.in_threads``' worker): the raw response to a case, restarted after no answer."""
+
+    def __init__(self, command: str, timeout: float, rename: dict[str, str]):
+        self.command, self.timeout, self.rename = command, timeout, rename
+        self.adapter = Implementation(command)
+        self.stopped = False
+
+    def run(self, case: dict) -> dict:
+        sent = self.rename.get(case["type"], case["type"])
+        try:
+            return _parsed(self.adapter.ask(json.dumps({"id": case["id"], "type": sent, "input": case["input"]}),
+                                            self.timeout))
+        except NoAnswer as err:
+            self.adapter.close(kill=True)
+            if not self.stopped:
+                self.adapter = Implementation(self.command)
+            return {"error": f"no answer: {err}"}
+
+    def stop(self) -> None:
+        """Stopped early (Ctrl-C): kill the adapter now; the case it runs ends as no answer."""
+        self.stopped = True
+        self.adapter.close(kill=True)
+
+    def close(self) -> None:
+        self.adapter.close()
 
 
 def main() -> None:
@@ -27,6 +57,8 @@ def main() -> None:
     ap.add_argument("--only", default=None)
     ap.add_argument("-o", "--out", default="-")
     ap.add_argument("--timeout", type=float, default=300.0, help="longest wait for one response (s)")
+    ap.add_argument("--jobs", type=int, default=1, help="adapter processes at once (the lines stay in the suite's "
+                                                        "order; check's pool)")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE for the adapter's environment")
     ap.add_argument("--rename", action="append", default=[],
                     help="OLD=NEW: send cases of type OLD as type NEW (e.g. gpt2_beam_search=engines_beam_search, "
@@ -34,29 +66,30 @@ def main() -> None:
     args = ap.parse_args()
     if not (args.timeout > 0 and args.timeout < float("inf")):
         raise SystemExit(f"--timeout must be a finite number > 0, got {args.timeout}")
-    _, cases = load_suite(args.suite, args.only)
+    if args.jobs < 1:
+        raise SystemExit(f"--jobs must be an int >= 1, got {args.jobs}")
+    _, total, cases = open_suite(args.suite, args.only)   # streamed: the cases in flight only
     os.environ.update(dict(e.split("=", 1) for e in args.env))  # the adapter inherits it
     out = sys.stdout if args.out == "-" else open(args.out, "w")
     rename = dict(r.split("=", 1) for r in args.rename)
-    # check's process handling: a bounded line per request, a timeout, a restart after a miss (hang, exit, flood)
-    adapter = Implementation(args.cmd)
-    try:
-        for case in cases:
-            sent = rename.get(case["type"], case["type"])
-            try:
-                response = _parsed(adapter.ask(json.dumps({"id": case["id"], "type": sent, "input": case["input"]}),
-                                               args.timeout))
-            except NoAnswer as err:
-                response = {"error": f"no answer: {err}"}
-                adapter.close(kill=True)
-                adapter = Implementation(args.cmd)
+    # check's process handling (a bounded line per request, a timeout, a restart after a miss) and check's pool
+    answers = in_threads(cases, args.cmd, args.timeout, args.jobs,
+                         lambda command, timeout: Recorder(command, timeout, rename))
+    with Progress(total, "record") as bar:
+        for case, response in answers:
             expected = {k: v.tolist() if hasattr(v, "tolist") else v for k, v in case["expected"].items()
                         if k in ("sequences", "sequences_scores")}
             out.write(json.dumps({"id": case["id"], "type": case["type"], "input": case["input"],
-                                  "expected": expected, "response": response}) + "\n")
+                                  "expected": expected, "response": response}, default=_plain) + "\n")
             out.flush()
-    finally:
-        adapter.close()
+            bar.advance()
+
+
+def _plain(value: object) -> object:
+    """NumPy arrays of a loaded case as lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _parsed(line: bytes) -> dict:

@@ -6,13 +6,20 @@ written after the response to the previous one arrived, so an implementation may
 write-line loop). Its standard error is passed through. Each response is compared with ``compare.py``'s rules;
 one line is printed per failing case (``FAIL id (note): where and how``; for a decode, also the first step, row
 and stage where it departs from refdecode's own trace, with the verdict of ``refdecode diff``), per near-tie
-(``NEAR-TIE id: ...``) and, with ``list_unsupported``, per case the implementation declined
-(``{"id", "unsupported": reason}``), then the closing line ``N passed, M failed`` (``, U unsupported``, ``, K
-not run`` when there are any; near-ties count as passed, unsupported cases as neither).
+(``NEAR-TIE id: ...``), per case without a response in time (``TIMEOUT id (note): ...``) and, with
+``list_unsupported``, per case the implementation declined (``{"id", "unsupported": reason}``), then the closing line
+``N passed, M failed`` (``, T timed out``, ``, U unsupported``, ``, K not run`` when there are any; near-ties count
+as passed, unsupported cases as neither).
+
+At scale (``pool.py``): ``jobs`` processes answer at once (threads, or Ray tasks with ``ray``), each one request at
+a time, and the lines come out in the suite's order, those of the serial run; the suite is streamed
+(``suite.open_suite``), so only the cases in flight are in memory.
 
 An implementation that misbehaves costs a bounded time and memory and never shifts the answers of later cases:
 
-- a response has to arrive within ``timeout`` seconds and be at most :data:`MAX_RESPONSE_BYTES` long;
+- a response has to arrive within :func:`case_timeout` (``timeout`` seconds, scaled up for a decode larger than 64
+  token positions of GPT-2 124M) and be at most :data:`MAX_RESPONSE_BYTES` long; a late one is a TIMEOUT, counted
+  apart from the wrong answers;
 - when a case gets no answer (a timeout, an exit, a closed standard output, a flood, a request it does not
   read), the implementation is **killed and started again** for the next case, so a late answer can never be
   taken for another case's; after :data:`MAX_CONSECUTIVE_MISSES` cases in a row without an answer, ``check``
@@ -26,6 +33,7 @@ Returns 1 when any case failed or was not run, else 0. A suite that cannot be re
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -33,32 +41,42 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from .compare import compare
 from .export import dumps
 from .kinds import to_json
+from ...text.files import read_json_file
+from .progress import Progress
 from .registry import REGISTRY
-from .suite import load_suite
+from .suite import MODEL_FIELDS, open_suite
 
-__all__ = ["check", "Implementation", "NoAnswer", "MAX_RESPONSE_BYTES", "MAX_CONSECUTIVE_MISSES"]
+__all__ = ["check", "case_timeout", "Implementation", "NoAnswer", "Result", "Worker", "MAX_RESPONSE_BYTES",
+           "MAX_CONSECUTIVE_MISSES", "SIZE_UNIT"]
 
 MAX_RESPONSE_BYTES = 256 * 2**20  # one response line; a longer one is a flood: the case fails, the process restarts
 MAX_CONSECUTIVE_MISSES = 3        # cases in a row without an answer before check stops
+SIZE_UNIT = 124_000_000 * 64      # a case's size (parameters x token positions) that --timeout covers unscaled
 
 
 class NoAnswer(Exception):
-    """A case got no usable response line (the implementation is restarted)."""
+    """A case got no usable response line (the implementation is restarted); ``timed_out``: for want of time
+    (no response, or the request not read, within the case's timeout), not for a misbehaviour."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 class Implementation:
     """The implementation's process: write a request, read one bounded line, say why there is none."""
 
-    def __init__(self, command: str):
+    def __init__(self, command: str, cwd: str | None = None):
         # its own process group: a kill reaches what the shell started too (``sh -c "sleep 600"``)
         self.proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                                     start_new_session=True)
+                                     start_new_session=True, cwd=cwd)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
 
@@ -85,14 +103,14 @@ class Implementation:
             try:
                 self.proc.stdin.write(data)
                 self.proc.stdin.flush()
-            except (BrokenPipeError, OSError) as e:
+            except (BrokenPipeError, OSError, ValueError) as e:   # ValueError: closed by check's stop meanwhile
                 error.append(e)
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
         writer.join(timeout)
         if writer.is_alive():
-            raise NoAnswer(f"the implementation did not read the request within {timeout:g} s")
+            raise NoAnswer(f"the implementation did not read the request within {timeout:g} s", timed_out=True)
         if error:
             raise NoAnswer("the implementation closed its standard input")
 
@@ -104,7 +122,7 @@ class Implementation:
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
-            raise NoAnswer(f"no response within {timeout:g} s") from None
+            raise NoAnswer(f"no response within {timeout:g} s", timed_out=True) from None
         if isinstance(line, OverflowError):
             raise NoAnswer(f"the response is longer than {MAX_RESPONSE_BYTES} bytes")
         if line is None:
@@ -210,47 +228,152 @@ def _close(expected: list[float], got: list[float]) -> bool:
     return bool(np.all(np.abs(e[finite] - g[finite]) <= 1e-4 * scale))
 
 
+# ----------------------------------------------------------------------------------------------
+# one case: the time it may take, and its verdict
+
+
+def case_timeout(case: dict, timeout: float) -> float:
+    """The longest wait for this case's response: ``timeout`` x max(1, size / SIZE_UNIT).
+
+    A decode's size is the parameters of its model(s) (GPT-2: 12 n_layer n_embd^2 + (vocab + n_positions) n_embd,
+    from the checkpoint's config.json) times the token positions it computes, rows x (prompt + new tokens), rows =
+    batch x max(num_beams, num_return_sequences). SIZE_UNIT is 64 positions of GPT-2 124M (8e9), so a
+    124M-shaped beam case of 3 prompts x 5 beams x (10 + 20) tokens waits 7 x ``timeout``; every case of the
+    default suite (toy and tiny models, processors) waits ``timeout``.
+    """
+    inp = case.get("input", {})
+    config = inp.get("config")
+    ids = inp.get("input_ids")
+    if not isinstance(config, dict) or not hasattr(ids, "shape") or ids.ndim != 2:
+        return timeout
+    batch, prompt = ids.shape
+    new = config.get("max_new_tokens") or max(0, int(config.get("max_length") or 0) - prompt)
+    rows = batch * max(int(config.get("num_beams") or 1), int(config.get("num_return_sequences") or 1))
+    parameters = sum(_parameters(inp.get(key)) for key in MODEL_FIELDS)
+    return timeout * max(1.0, parameters * rows * (prompt + int(new)) / SIZE_UNIT)
+
+
+def _parameters(model: Any) -> int:
+    """A GPT-2 checkpoint's parameter count from its config.json (0 for the toy model or an unreadable config)."""
+    if not isinstance(model, dict) or model.get("kind") != "gpt2" or not isinstance(model.get("path"), str):
+        return 0
+    return _config_parameters(model["path"])
+
+
+@functools.lru_cache(maxsize=64)
+def _config_parameters(path: str) -> int:
+    try:
+        c = read_json_file(Path(path) / "config.json", "the model's config")
+        d = int(c["n_embd"])
+        return 12 * int(c["n_layer"]) * d * d + (int(c["vocab_size"]) + int(c.get("n_positions", 0))) * d
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+@dataclass(frozen=True)
+class Result:
+    """One case's verdict (pass, near-tie, last-bit, fail, timeout, unsupported), the message, and whether the
+    case got no answer (a miss: the implementation was restarted; 3 in a row stop ``check``)."""
+    verdict: str
+    message: str
+    missed: bool = False
+
+
+class Worker:
+    """One implementation process, started again after a case without an answer; runs cases one at a time."""
+
+    def __init__(self, command: str, timeout: float, cwd: str | None = None):
+        self.command, self.timeout, self.cwd = command, timeout, cwd
+        self.implementation = Implementation(command, cwd)
+        self.stopped = False
+
+    def run(self, case: dict) -> Result:
+        """Send the case, judge the response (with where a failing decode departs)."""
+        request = dumps({"id": case["id"], "type": case["type"], "input": to_json(case["input"])})
+        try:
+            line = self.implementation.ask(request, case_timeout(case, self.timeout))
+        except NoAnswer as err:
+            self.implementation.close(kill=True)
+            if self.stopped:   # check is ending: no new process
+                return Result("fail", "check stopped", True)
+            self.implementation = Implementation(self.command, self.cwd)
+            return Result("timeout" if err.timed_out else "fail", f"{err} (the implementation is restarted)", True)
+        verdict, message = _judge(case, line)
+        if verdict in ("fail", "last-bit") and "config" in case["input"]:
+            message += _where_it_departs(case, line)
+        return Result(verdict, message)
+
+    def stop(self) -> None:
+        """Kill the process now (from another thread: the case it runs ends at once) and start no other."""
+        self.stopped = True
+        self.implementation.close(kill=True)
+
+    def close(self) -> None:
+        self.implementation.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# the whole run: verdicts in the suite's order, a summary
+
+
+def _line(case: dict, result: Result, list_unsupported: bool, tolerate_last_bit: bool) -> tuple[str, str | None]:
+    """(the verdict as counted, the line to print or None) of one case."""
+    verdict, message = result.verdict, result.message
+    if verdict == "last-bit":
+        if tolerate_last_bit:
+            return "pass", f"LAST-BIT {case['id']} ({case['note']}): {message}"
+        verdict = "fail"
+    if verdict in ("fail", "timeout") or verdict == "near-tie" or (verdict == "unsupported" and list_unsupported):
+        line = f"{verdict.upper()} {case['id']} ({case['note']}): {message}"
+    else:
+        line = None
+    return ("pass" if verdict == "near-tie" else verdict), line
+
+
 def check(directory: str | Path, command: str, only: str | None = None, timeout: float = 60.0,
-          out: IO[str] | None = None, list_unsupported: bool = False, tolerate_last_bit: bool = False) -> int:
+          out: IO[str] | None = None, list_unsupported: bool = False, tolerate_last_bit: bool = False,
+          jobs: int | None = None, ray: str | None = None) -> int:
     """Run ``command`` on the suite in ``directory``; print the verdicts and the closing line; 0 if none failed.
+
+    ``jobs`` implementation processes answer at once (default 1; threads here; with ``ray``, an address or
+    ``"local"``, Ray tasks of :func:`pool.run_shard`, each starting its own, ``jobs`` at once, default the
+    cluster's CPUs): the lines and the counts are those of ``jobs=1``, in the suite's order. The suite is streamed: only the cases in flight are in memory. A case whose response does
+    not come within :func:`case_timeout` is a TIMEOUT, counted apart from the failures.
 
     A textbook case whose row departs on the last bit of softmax (``cases_textbook.compare_textbook``) fails, unless
     ``tolerate_last_bit``: then it is printed as ``LAST-BIT id: ...`` and counted as passed (a departure on the
     rule still fails).
     """
+    from . import pool
+
+    if jobs is not None and (not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1):
+        raise ValueError(f"`jobs` has to be an int >= 1, but is {jobs!r}")
     out = out or sys.stdout
-    _, cases = load_suite(directory, only)
-    counts = {"pass": 0, "fail": 0, "unsupported": 0, "not run": 0}
-    implementation, misses = Implementation(command), 0
-    try:
-        for n, case in enumerate(cases):
-            if misses >= MAX_CONSECUTIVE_MISSES:
-                counts["not run"] = len(cases) - n
-                print(f"STOPPED: {misses} cases in a row got no answer; the remaining {len(cases) - n} are not run",
-                      file=out, flush=True)
-                break
-            request = dumps({"id": case["id"], "type": case["type"], "input": to_json(case["input"])})
-            try:
-                line = implementation.ask(request, timeout)
-                verdict, message = _judge(case, line)
-                misses = 0
-            except NoAnswer as err:
-                verdict, message, line, misses = "fail", f"{err} (the implementation is restarted)", b"", misses + 1
-                implementation.close(kill=True)
-                implementation = Implementation(command)
-            if verdict == "last-bit":
-                verdict = "tolerated" if tolerate_last_bit else "fail"
-            counts["pass" if verdict in ("near-tie", "tolerated") else verdict] += 1
-            if verdict == "tolerated":
-                print(f"LAST-BIT {case['id']} ({case['note']}): {message}", file=out, flush=True)
-            elif verdict == "fail":
-                hint = _where_it_departs(case, line) if line and "config" in case["input"] else ""
-                print(f"FAIL {case['id']} ({case['note']}): {message}{hint}", file=out, flush=True)
-            elif verdict == "near-tie" or (verdict == "unsupported" and list_unsupported):
-                print(f"{verdict.upper()} {case['id']} ({case['note']}): {message}", file=out, flush=True)
-    finally:
-        implementation.close()
+    _, total, cases = open_suite(directory, only)
+    counted = pool.Counted(cases)
+    counts = dict.fromkeys(("pass", "fail", "timeout", "unsupported", "not run"), 0)
+    results = (pool.on_ray(counted, command, timeout, ray, jobs) if ray is not None
+               else pool.in_threads(counted, command, timeout, jobs or 1))
+    misses = done = 0
+    with Progress(total, "check") as bar:
+        try:
+            for case, result in results:
+                if misses >= MAX_CONSECUTIVE_MISSES:
+                    results.close()
+                    counts["not run"] = counted.taken - done + sum(1 for _ in counted)
+                    bar.say(f"STOPPED: {misses} cases in a row got no answer; the remaining {counts['not run']} are "
+                            "not run", out)
+                    break
+                verdict, line = _line(case, result, list_unsupported, tolerate_last_bit)
+                counts[verdict] += 1
+                if line is not None:
+                    bar.say(line, out)
+                misses, done = (misses + 1 if result.missed else 0), done + 1
+                bar.advance()
+        finally:
+            results.close()
+    names = {"timeout": "timed out"}
     summary = f"{counts['pass']} passed, {counts['fail']} failed" + "".join(
-        f", {counts[k]} {k}" for k in ("unsupported", "not run") if counts[k])
+        f", {counts[k]} {names.get(k, k)}" for k in ("timeout", "unsupported", "not run") if counts[k])
     print(summary, file=out, flush=True)
-    return 1 if counts["fail"] or counts["not run"] else 0
+    return 1 if counts["fail"] or counts["timeout"] or counts["not run"] else 0

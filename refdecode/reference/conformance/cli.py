@@ -47,10 +47,22 @@ diff` reports it), one per near-tie, "NEAR-TIE <id> ...", then "N passed, M fail
 ", K not run" when there are any). An implementation answers {"id": ..., "unsupported": "why"} for a case it
 cannot express: counted apart, never as passed (listed with --list-unsupported).
 
-misbehaving implementations: a case without an answer within --timeout (or an exit, a closed stdout, a
-response over 256 MiB) fails, and the implementation is killed and started again for the next case, so a
-late answer never counts for another case; after 3 such cases in a row, check stops and the remaining cases
-are not run. Exit status 0 if none failed or was not run, 1 otherwise, 2 for a broken suite or argument.
+timeouts: a case waits --timeout SECONDS for its response, times max(1, size / 8e9), where a decode's size
+is its model's parameters x the token positions it computes (rows x (prompt + new tokens), rows = batch x
+max(num_beams, num_return_sequences)): SECONDS covers 64 positions of a GPT-2 124M; every toy, tiny-model and
+processor case waits SECONDS. A case without a response by then is "TIMEOUT <id> ...", counted apart
+(", T timed out"), not as a wrong answer.
+
+misbehaving implementations: a case without an answer (a timeout, an exit, a closed stdout, a response over
+256 MiB) does not pass, and the implementation is killed and started again for the next case, so a late
+answer never counts for another case; after 3 such cases in a row, check stops and the remaining cases are
+not run. Exit status 0 if none failed, timed out or was not run, 1 otherwise, 2 for a broken suite or argument.
+
+at scale (docs/checking-at-scale.md): --jobs N runs N implementation processes at once (one request at a time
+each); the output is the serial run's, line for line, in the suite's order. --ray ADDRESS|local runs the cases
+as Ray tasks of 16 cases, each starting its own implementation (pip install "refdecode[scale]"). The suite is
+streamed, never held whole. On a terminal, a progress bar on stderr (cases done of total, rate, time left;
+tqdm, from the scale extra); none when stderr is not a terminal.
 
 --only takes case types (top_p, beam_search, ...; all are listed in DIR/manifest.json) or groups:
 beam, beam_bookkeeping, constrained, contrastive, decode, engines, engines_124m, gpt2, llama, model, processors,
@@ -71,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("dir", metavar="DIR", help="directory to write (empty, or a previous export)")
     ex.add_argument("--only", metavar="TYPES", help="comma-separated case types or groups (default: all)")
     ch = sub.add_parser("check", help="run an implementation through the suite in DIR",
-                        description="Start COMMAND once, send it every case of the suite in DIR as one JSON request "
+                        description="Start COMMAND once (N times with --jobs N), send it every case of the suite in DIR as one JSON request "
                                     "per line on its stdin, read one JSON response per line from its stdout, and "
                                     "compare with refdecode's expected values.",
                         epilog=CHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -80,7 +92,15 @@ def _parser() -> argparse.ArgumentParser:
                     help='the implementation, a shell command, e.g. "node my_decoder.js" or "./build/decoder"')
     ch.add_argument("--only", metavar="TYPES", help="comma-separated case types or groups, e.g. top_p,beam")
     ch.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
-                    help="longest wait for one response, a finite number > 0 (default %(default)s)")
+                    help="longest wait for one response, a finite number > 0 (default %(default)s), times max(1, "
+                         "the case's size / 8e9) for a decode larger than 64 token positions of GPT-2 124M (see "
+                         "below)")
+    ch.add_argument("--jobs", type=_count, default=None, metavar="N",
+                    help="implementation processes at once, an int >= 1 (default 1; with --ray, the cluster's CPUs); "
+                         "the output of 1, sooner")
+    ch.add_argument("--ray", metavar="ADDRESS", default=None,
+                    help='run the cases as Ray tasks: "local" (a Ray runtime here, --jobs CPUs) or a cluster\'s '
+                         'address (--jobs shards at once, default: its CPUs); needs pip install "refdecode[scale]"')
     ch.add_argument("--list-unsupported", action="store_true",
                     help="print a line for each case the implementation answered as unsupported")
     ch.add_argument("--tolerate-last-bit", action="store_true",
@@ -119,6 +139,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    """``--jobs``: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"has to be an int >= 1, but is {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"has to be an int >= 1, but is {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     from . import check, export, plants, serve, suite, tracing  # after parsing: --help stays instant
@@ -136,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             return fresh.main(args)
         if args.command == "check":
             return check.check(args.dir, args.cmd, only=args.only, timeout=args.timeout,
-                               list_unsupported=args.list_unsupported, tolerate_last_bit=args.tolerate_last_bit)
+                               list_unsupported=args.list_unsupported, tolerate_last_bit=args.tolerate_last_bit,
+                               jobs=args.jobs, ray=args.ray)
         if args.command == "trace":
             _, cases = suite.load_suite(args.dir)
             from ..trace import save_trace

@@ -1,7 +1,8 @@
 r"""``refdecode conformance export DIR``: write the suite -- manifest, cases, arrays, model checkpoints.
 
 Contract: every registered case type's ``build()`` inputs, run through refdecode (``run``), written
-as JSON Lines, one case per line, in a layout any language can read::
+as JSON Lines, one case per line, each as soon as it is run (:class:`SuiteWriter`: a suite of any size, never
+held whole), in a layout any language can read::
 
     DIR/manifest.json                  suite and refdecode versions, transformers version matched,
                                        tolerance, and per case type: file, count, groups, tie rule,
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Sized
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +34,11 @@ import numpy as np
 import refdecode
 
 from .kinds import to_json
+from .progress import Progress
 from .registry import REGISTRY, CaseType
 from .suite import MODEL_FIELDS, SUITE_NAME, inside, read_manifest
 
-__all__ = ["export", "case_schema", "SUITE_VERSION", "TRANSFORMERS_VERSION", "NPY_THRESHOLD", "dumps"]
+__all__ = ["export", "SuiteWriter", "case_schema", "SUITE_VERSION", "TRANSFORMERS_VERSION", "NPY_THRESHOLD", "dumps"]
 
 SUITE_VERSION = "1.0.0"
 TRANSFORMERS_VERSION = "4.38.2"
@@ -102,11 +104,6 @@ def _copy_model(model: dict, root: Path, written: list[str]) -> dict:
     return {**model, "path": f"models/{source.name}"}
 
 
-def _first(cases: Iterable, limit: int | None) -> list:
-    """(index, case) pairs: all cases, or the first ``limit`` (a builder may be a generator: the rest is not built)."""
-    return list(enumerate(itertools.islice(cases, limit)))
-
-
 def _prepare(root: Path) -> None:
     """Make ``root`` ready for an export: missing or empty, or an earlier export whose listed files are deleted."""
     if not root.exists() or (root.is_dir() and not any(root.iterdir())):
@@ -141,53 +138,102 @@ def _refuse_foreign(root: Path, written: list[str]) -> None:
             raise ValueError(f"refusing to overwrite {root / rel}: an earlier export did not write it")
 
 
+class SuiteWriter:
+    """A suite being written, one case at a time (a suite of any size: each case goes to its file as it comes).
+
+    ``add(case_type, case)`` runs the case through refdecode (unless it carries its answer) and appends its line to
+    ``cases/<type>.jsonl``, the id ``<type>/<n>`` numbering that type's cases from 0; ``begin(case_type)`` lists a
+    type with no case yet; ``finish()`` closes the files and writes the manifest.
+    """
+
+    def __init__(self, directory: str | Path):
+        self.root = Path(directory)
+        _prepare(self.root)
+        (self.root / "cases").mkdir(exist_ok=True)
+        self.written: list[str] = []
+        self.files: dict[str, Any] = {}      # type name -> its open cases file
+        self.counts: dict[str, int] = {}
+        self.types: dict[str, CaseType] = {}
+
+    def begin(self, case_type: CaseType) -> None:
+        name = case_type.name
+        if name in self.files:
+            return
+        _refuse_foreign(self.root, [f"cases/{name}.jsonl"])
+        self.files[name] = (self.root / "cases" / f"{name}.jsonl").open("w")
+        self.written.append(f"cases/{name}.jsonl")
+        self.counts[name], self.types[name] = 0, case_type
+
+    def add(self, case_type: CaseType, case: Any) -> None:
+        self.begin(case_type)
+        name, n = case_type.name, self.counts[case_type.name]
+        expected = case.expected if case.expected is not None else case_type.run(case.input)
+        record: dict[str, Any] = {"id": f"{name}/{n:04d}", "type": name, "note": case.note}
+        stored_input = dict(case.input)
+        for key in MODEL_FIELDS:
+            if key in stored_input:
+                stored_input[key] = _copy_model(stored_input[key], self.root, self.written)
+        record["input"] = _store_arrays(stored_input, self.root, f"{name}/{n:04d}.input", self.written)
+        record["expected"] = _store_arrays(expected, self.root, f"{name}/{n:04d}.expected", self.written)
+        if case_type.margins is not None:
+            record["margins"] = to_json(case_type.margins(case.input, expected))
+        if case.last_bit is not None:
+            record["last_bit"] = to_json(case.last_bit)
+        self.files[name].write(dumps(record) + "\n")
+        self.counts[name] += 1
+
+    def finish(self, order: list[str] | None = None) -> dict:
+        """Close the cases files and write the manifest (its types in ``order``, default: as begun); returns it."""
+        for f in self.files.values():
+            f.close()
+        names = sorted(self.types, key=order.index) if order else list(self.types)
+        entries = [{"name": name, "file": f"cases/{name}.jsonl", "count": self.counts[name],
+                    "groups": list(t.groups), "summary": t.summary, "tie_rule": t.tie_rule, "schema": case_schema(t)}
+                   for name, t in ((name, self.types[name]) for name in names)]
+        manifest = {
+            "suite": SUITE_NAME,
+            "suite_version": SUITE_VERSION,
+            "refdecode_version": refdecode.__version__,
+            "transformers_version": TRANSFORMERS_VERSION,
+            "docs": "docs/conformance.md: Checking your implementation against refdecode",
+            "tolerance": 1e-4,
+            "case_count": sum(e["count"] for e in entries),
+            "case_types": entries,
+            "files": sorted(self.written),  # what a later export may delete: every file this one wrote, nothing else
+        }
+        (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1, allow_nan=False) + "\n")
+        return manifest
+
+    def close(self) -> None:
+        """Close the files without a manifest (an export that failed half-way is not a suite)."""
+        for f in self.files.values():
+            f.close()
+
+
 def export(directory: str | Path, types: list[str] | None = None, limit: int | None = None,
            case_types: list[CaseType] | None = None) -> dict:
-    """Write the suite to ``directory``; returns the manifest.
+    """Write the suite to ``directory``, one case at a time; returns the manifest.
 
     ``types`` and ``limit`` (the first ``limit`` cases of each type) export a subset, as the tests do;
-    ``case_types`` (instead of ``types``): these case types as given, e.g. a registered type with other cases
-    (``fresh.py``).
+    ``case_types`` (instead of ``types``): these case types as given, e.g. a registered type with other cases.
+    On a terminal, a progress bar: cases done (of the total when every builder is a list; the big decode builders
+    are generators, whose count is known once built) and the case types done of all.
     """
-    root = Path(directory)
-    _prepare(root)
-    (root / "cases").mkdir(exist_ok=True)
-    entries, written = [], []
     if case_types is None:
         case_types = [REGISTRY[name] for name in (types if types is not None else list(REGISTRY))]
-    for case_type in case_types:
-        name = case_type.name
-        lines = []
-        for n, case in _first(case_type.build(), limit):
-            expected = case.expected if case.expected is not None else case_type.run(case.input)
-            record: dict[str, Any] = {"id": f"{name}/{n:04d}", "type": name, "note": case.note}
-            stored_input = dict(case.input)
-            for key in MODEL_FIELDS:
-                if key in stored_input:
-                    stored_input[key] = _copy_model(stored_input[key], root, written)
-            record["input"] = _store_arrays(stored_input, root, f"{name}/{n:04d}.input", written)
-            record["expected"] = _store_arrays(expected, root, f"{name}/{n:04d}.expected", written)
-            if case_type.margins is not None:
-                record["margins"] = to_json(case_type.margins(case.input, expected))
-            if case.last_bit is not None:
-                record["last_bit"] = to_json(case.last_bit)
-            lines.append(dumps(record))
-        _refuse_foreign(root, [f"cases/{name}.jsonl"])
-        (root / "cases" / f"{name}.jsonl").write_text("".join(line + "\n" for line in lines))
-        written.append(f"cases/{name}.jsonl")
-        entries.append({"name": name, "file": f"cases/{name}.jsonl", "count": len(lines),
-                        "groups": list(case_type.groups), "summary": case_type.summary,
-                        "tie_rule": case_type.tie_rule, "schema": case_schema(case_type)})
-    manifest = {
-        "suite": SUITE_NAME,
-        "suite_version": SUITE_VERSION,
-        "refdecode_version": refdecode.__version__,
-        "transformers_version": TRANSFORMERS_VERSION,
-        "docs": "docs/conformance.md: Checking your implementation against refdecode",
-        "tolerance": 1e-4,
-        "case_count": sum(e["count"] for e in entries),
-        "case_types": entries,
-        "files": sorted(written),  # what a later export may delete: every file this one wrote, nothing else
-    }
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=1, allow_nan=False) + "\n")
-    return manifest
+    builds = [(t, t.build()) for t in case_types]
+    sized = all(isinstance(b, Sized) for _, b in builds)
+    total = sum(min(len(b), limit if limit is not None else len(b)) for _, b in builds) if sized else None
+    writer = SuiteWriter(directory)
+    try:
+        with Progress(total, "export") as bar:
+            for k, (case_type, built) in enumerate(builds, start=1):
+                writer.begin(case_type)
+                bar.describe(f"export {case_type.name} ({k}/{len(builds)} types)")
+                for case in itertools.islice(built, limit):
+                    writer.add(case_type, case)
+                    bar.advance()
+    except BaseException:
+        writer.close()
+        raise
+    return writer.finish()

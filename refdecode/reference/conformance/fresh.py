@@ -1,7 +1,8 @@
 r"""``refdecode conformance fresh OUT --n N --seed S``: engine cases never seen before, drawn anew on every run.
 
-Contract: :func:`fresh_cases` draws ``n`` cases from ``seed`` (the same seed gives the same cases, byte for byte) and
-:func:`write_fresh` writes them as a suite, the layout of ``export`` (``check``, ``serve --as`` and every engine
+Contract: :func:`iter_fresh` draws ``n`` cases from ``seed``, one at a time (the same seed gives the same cases, byte
+for byte; ``stream`` K another, independent sequence of the same seed: ``--shard K/N``), :func:`fresh_cases` holds
+them whole, and :func:`write_fresh` writes each as it is drawn as a suite, the layout of ``export`` (``check``, ``serve --as`` and every engine
 adapter read it as they read the fixed suite). The cases are of the types ``engines_greedy`` and
 ``engines_beam_search`` (what engines' APIs return: sequences, and the beams' scores), so the expected answers are
 those types' ``run``: refdecode itself, exact to transformers 4.38.2.
@@ -41,6 +42,7 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -48,13 +50,15 @@ import numpy as np
 from .cases_decode import GOLDEN_MODELS, decode, full_config, model_for, smallest
 from .cases_engines import PROMPTS, SHIPPED
 from .compare import TOLERANCE
+from .progress import Progress
 from .registry import REGISTRY, Case
 
-__all__ = ["fresh_cases", "write_fresh", "add_parser", "main", "FRESH_GROUPS", "MORE_GROUPS", "NEAR_TIE"]
+__all__ = ["fresh_cases", "iter_fresh", "shard_size", "write_fresh", "add_parser", "main", "FRESH_GROUPS", "MORE_GROUPS", "NEAR_TIE"]
 
 FRESH_GROUPS = ("greedy", "beam_search", "eos_heavy")
 MORE_GROUPS = ("plain_greedy", "sample")
 _TYPE = {"greedy": "engines_greedy", "plain_greedy": "engines_greedy", "sample": "gpt2_sample"}
+TYPES = ("engines_greedy", "engines_beam_search", "gpt2_sample")   # the case types of fresh cases, in a suite's order
 NEAR_TIE = TOLERANCE  # check's own: a margin at or below it is a near-tie
 TINY = ("decode-a", "decode-b", "decode-c")
 _POOL = sorted({t for ids in PROMPTS.values() for t in ids})   # tokens of the engines cases' prompts
@@ -159,12 +163,13 @@ def _draw(rng: np.random.Generator, group: str) -> dict:
     raise ValueError("no eos_heavy case reached onnxruntime-genai's short walk in 2000 draws; try another --seed")
 
 
-def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
-                stream: int = 0) -> dict[str, list[Case]]:
-    """``n`` cases drawn from ``seed``, the groups in turn: {"engines_greedy": [...], "engines_beam_search": [...]}.
+def iter_fresh(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
+               stream: int = 0) -> Iterator[tuple[str, Case]]:
+    """``n`` cases drawn from ``seed``, the groups in turn, one at a time: (case type name, case).
 
     ``stream`` > 0: another ``n`` cases of the same seed, independent of stream 0's (NumPy's ``default_rng([seed,
-    stream])``), for a check that draws until an engine has answered enough; their notes say ``seed S.stream``."""
+    stream])``): for a check that draws until an engine has answered enough, and for the shards of a campaign
+    (``fresh --shard K/N`` draws stream K); their notes say ``seed S.stream``."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"`n` must be an int >= 1, got {n!r}")
     if not isinstance(stream, int) or stream < 0:
@@ -172,9 +177,12 @@ def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
     unknown = [g for g in groups if g not in FRESH_GROUPS + MORE_GROUPS]
     if not groups or unknown:
         raise ValueError(f"`groups` must be a non-empty selection of {FRESH_GROUPS + MORE_GROUPS}, got {list(groups)}")
+    return _draws(n, seed, groups, stream)
+
+
+def _draws(n: int, seed: int, groups: tuple[str, ...], stream: int) -> Iterator[tuple[str, Case]]:
     rng = np.random.default_rng(seed if stream == 0 else [seed, stream])
     name = f"{seed}.{stream}" if stream else f"{seed}"
-    out: dict[str, list[Case]] = {"engines_greedy": [], "engines_beam_search": [], "gpt2_sample": []}
     for i in range(n):
         group = groups[i % len(groups)]
         inp = _draw(rng, group)
@@ -184,8 +192,27 @@ def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
                 f"prompt(s){', left-padded' if (inp['attention_mask'] == 0).any() else ''}, "
                 + ", ".join(f"{k}={c[k]}" for k in _NOTE_FIELDS if c[k] != _DEFAULTS.get(k))
                 + (f"; near-tie: margin {margin:.2g}" if margin <= NEAR_TIE else ""))
-        out[_TYPE.get(group, "engines_beam_search")].append(Case(note, inp))
+        yield _TYPE.get(group, "engines_beam_search"), Case(note, inp)
+
+
+def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
+                stream: int = 0) -> dict[str, list[Case]]:
+    """:func:`iter_fresh`'s cases held whole: {"engines_greedy": [...], "engines_beam_search": [...],
+    "gpt2_sample": [...]}."""
+    out: dict[str, list[Case]] = {name: [] for name in TYPES}
+    for name, case in iter_fresh(n, seed, groups, stream):
+        out[name].append(case)
     return out
+
+
+def shard_size(n: int, shard: int, shards: int) -> int:
+    """Cases of shard ``shard`` (0-based) of ``shards`` when ``n`` are split: n // shards, one more for the first
+    n % shards.
+
+    >>> [shard_size(10, k, 4) for k in range(4)]
+    [3, 3, 2, 2]
+    """
+    return n // shards + (1 if shard < n % shards else 0)
 
 
 _NOTE_FIELDS = ("max_new_tokens", "eos_token_id", "pad_token_id", "num_beams", "length_penalty", "early_stopping",
@@ -196,18 +223,24 @@ _DEFAULTS = {**full_config(), "eos_token_id": None, "pad_token_id": None, "max_n
 
 def write_fresh(directory: str | Path, n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
                 stream: int = 0, fit: Callable[[Case], Case] | None = None) -> dict:
-    """Draw the cases and write them as a suite (``export.export`` with these cases); returns the manifest.
+    """Draw the cases and write each as it is drawn (``export.SuiteWriter``: any ``n``, never held whole); returns
+    the manifest.
 
     ``fit``: each drawn case made one an engine takes (its input changed, its note saying how); the expected answers
-    are then those of the changed input, since ``export`` runs each case's type."""
-    from .export import export
+    are then those of the changed input, since the writer runs each case's type."""
+    from .export import SuiteWriter
 
-    cases = fresh_cases(n, seed, groups, stream)
-    if fit is not None:
-        cases = {name: [fit(c) for c in found] for name, found in cases.items()}
-    types = [dataclasses.replace(REGISTRY[name], build=lambda found=found: found)
-             for name, found in cases.items() if found]
-    return export(directory, case_types=types)
+    cases = iter_fresh(n, seed, groups, stream)
+    writer = SuiteWriter(directory)
+    try:
+        with Progress(n, "fresh") as bar:
+            for name, case in cases:
+                writer.add(REGISTRY[name], fit(case) if fit is not None else case)
+                bar.advance()
+    except BaseException:
+        writer.close()
+        raise
+    return writer.finish(order=list(TYPES))
 
 
 def add_parser(sub: Any) -> None:
@@ -215,21 +248,45 @@ def add_parser(sub: Any) -> None:
     fr = sub.add_parser("fresh", help="draw new engine cases from a seed and write them as a suite to DIR",
                         description=__doc__.split("\n\n")[0].split(": ", 1)[1])
     fr.add_argument("dir", metavar="DIR", help="directory to write (empty, or a previous export)")
-    fr.add_argument("--n", type=int, default=100, help="number of cases (default %(default)s)")
+    fr.add_argument("--n", type=int, default=100, help="number of cases (default %(default)s; with --shard, of all "
+                                                       "the shards together)")
     fr.add_argument("--seed", type=int, required=True, help="the draw's seed (print it in a CI log)")
     fr.add_argument("--groups", default=",".join(FRESH_GROUPS),
                     help=f"comma-separated, drawn in turn, of {', '.join(FRESH_GROUPS + MORE_GROUPS)} (default: "
                          f"{', '.join(FRESH_GROUPS)})")
+    fr.add_argument("--shard", type=_shard, default=(0, 1), metavar="K/N",
+                    help="write shard K (0 <= K < N) of N: its share of --n (n // N, one more for the first n %% N), "
+                         "drawn from stream K of the seed, independent of the other shards' (NumPy's "
+                         "default_rng([seed, K]); shard 0 is the unsharded draw's start), so N machines draw a "
+                         "campaign apart, each reproducibly")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """``--shard K/N``: 0 <= K < N."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"has to be K/N with integers 0 <= K < N, but is {text!r}") from None
+    if not 0 <= k < n:
+        raise argparse.ArgumentTypeError(f"has to be K/N with 0 <= K < N, but is {text!r}")
+    return k, n
 
 
 def main(args: argparse.Namespace) -> int:
     """Run ``refdecode conformance fresh`` with parsed arguments; 0 when written."""
     start = time.perf_counter()
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
-    manifest = write_fresh(args.dir, args.n, args.seed, groups)
-    notes = [line for t in manifest["case_types"] for line in (Path(args.dir) / t["file"]).read_text().splitlines()]
-    ties = sum('near-tie: margin' in line for line in notes)
-    print(f"wrote {manifest['case_count']} fresh cases (seed {args.seed}; "
+    k, shards = args.shard
+    if shards > 1 and args.n < shards:
+        raise ValueError(f"`--n` has to be at least the number of shards ({shards}) with --shard, but is {args.n}")
+    n = shard_size(args.n, k, shards) if shards > 1 else args.n
+    manifest = write_fresh(args.dir, n, args.seed, groups, stream=k)
+    ties = 0
+    for t in manifest["case_types"]:
+        with open(Path(args.dir) / t["file"]) as f:   # line by line: a shard may be large
+            ties += sum('near-tie: margin' in line for line in f)
+    where = f"seed {args.seed}" + (f", shard {k}/{shards}: stream {k}" if shards > 1 else "")
+    print(f"wrote {manifest['case_count']} fresh cases ({where}; "
           + ", ".join(f"{t['name']} {t['count']}" for t in manifest["case_types"])
           + f"; {ties} near-ties labelled) to {args.dir} in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0

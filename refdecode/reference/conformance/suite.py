@@ -1,10 +1,12 @@
 r"""The suite on disk, read as untrusted input: every failure is one ``ValueError`` naming the file and the rule.
 
-Contract: :func:`load_suite` reads an exported suite (``manifest.json``, ``cases/*.jsonl``, ``arrays/**.npy``,
-``models/*``) for ``check`` and ``trace``; :func:`read_manifest` is what ``export`` trusts before replacing an
-earlier export. A suite may come from anybody (an implementation is run on suites other people wrote), so:
+Contract: :func:`open_suite` streams an exported suite (``manifest.json``, ``cases/*.jsonl``, ``arrays/**.npy``,
+``models/*``) one case at a time for ``check`` (a suite of any size: only the cases in flight are in memory);
+:func:`load_suite` reads it whole for ``trace`` and the tests; :func:`read_manifest` is what ``export`` trusts before
+replacing an earlier export. A suite may come from anybody (an implementation is run on suites other people wrote),
+so:
 
-- only regular files are opened, with a size limit (a FIFO is refused, not waited on);
+- only regular files are opened, each line and array with a size limit (a FIFO is refused, not waited on);
 - every path a suite names (``{"npy": ...}``, a model's ``path``) must stay inside the suite folder;
 - an ``.npy`` file is read only after its header: a plain numeric dtype, a shape whose bytes fit the file;
 - the manifest and every case are checked for the fields ``check`` reads (a case needs ``id``, ``type``,
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -24,11 +27,11 @@ from ...text.files import open_regular_file, read_text_file
 from ...validation import format_bytes
 from .registry import REGISTRY, select
 
-__all__ = ["load_suite", "read_manifest", "load_npy", "inside", "SUITE_NAME", "MAX_CASE_FILE_BYTES",
+__all__ = ["load_suite", "open_suite", "read_manifest", "load_npy", "inside", "SUITE_NAME", "MAX_CASE_LINE_BYTES",
            "MAX_NPY_BYTES", "MODEL_FIELDS"]
 
 SUITE_NAME = "refdecode conformance suite"  # the manifest's "suite": what makes a folder an export
-MAX_CASE_FILE_BYTES = 512 * 2**20          # one cases/<type>.jsonl
+MAX_CASE_LINE_BYTES = 64 * 2**20           # one case of a cases/<type>.jsonl (a file is streamed: any size)
 MAX_NPY_BYTES = 256 * 2**20                # one arrays/...npy (the largest a suite writes: a few MB)
 MODEL_FIELDS = ("model", "assistant")      # input fields that may name a GPT-2 checkpoint folder
 
@@ -116,29 +119,64 @@ def _case(line: str, path: Path, number: int, root: Path) -> dict:
     return case
 
 
-def load_suite(directory: str | Path, only: str | None = None) -> tuple[dict, list[dict]]:
-    """(manifest, cases) of an exported suite; ``only`` as ``--only``. Arrays in .npy files are loaded."""
+def _entries(root: Path, manifest: dict, only: str | None) -> list[dict]:
+    """The manifest's entries that ``only`` selects, each known to this refdecode."""
+    wanted = set(select(only))
+    entries = [entry for entry in manifest["case_types"] if entry["name"] in wanted]
+    for entry in entries:
+        if entry["name"] not in REGISTRY:
+            raise ValueError(f"the suite has case type {entry['name']!r}, which this refdecode does not know: "
+                             f"export the suite with this refdecode version ({manifest.get('refdecode_version')} "
+                             "made it)")
+    return entries
+
+
+def _lines(path: Path, what: str):
+    """(line number, text) of each non-blank line of a cases file, read one line at a time: the file may be of any
+    size, a line at most MAX_CASE_LINE_BYTES."""
+    fd = open_regular_file(path, what)
+    with os.fdopen(fd, "rb") as f:
+        for number, raw in enumerate(iter(lambda: f.readline(MAX_CASE_LINE_BYTES + 1), b""), start=1):
+            if len(raw) > MAX_CASE_LINE_BYTES:
+                raise ValueError(f"{path}, line {number} is longer than {format_bytes(MAX_CASE_LINE_BYTES)}")
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}, line {number} is not UTF-8 text") from None
+            if line.strip():
+                yield number, line
+
+
+def open_suite(directory: str | Path, only: str | None = None) -> tuple[dict, int, Iterator[dict]]:
+    """(manifest, number of cases its manifest announces, the cases one at a time): a suite of any size is streamed,
+    never held whole. The manifest is checked at once; a case is checked when it is read (a broken one raises
+    ``ValueError`` naming its file and line there)."""
     root = Path(directory)
     if not root.is_dir():
         raise ValueError(f"`DIR` has to be an exported suite (refdecode conformance export DIR), but {root} is not "
                          "a folder")
     manifest = read_manifest(root)
-    wanted = set(select(only))
-    cases = []
-    for entry in manifest["case_types"]:
-        if entry["name"] not in wanted:
-            continue
-        if entry["name"] not in REGISTRY:
-            raise ValueError(f"the suite has case type {entry['name']!r}, which this refdecode does not know: "
-                             f"export the suite with this refdecode version ({manifest.get('refdecode_version')} "
-                             "made it)")
-        path = inside(root, entry["file"], f"the file of case type {entry['name']!r}")
-        text = read_text_file(path, f"the cases of {entry['name']!r}", MAX_CASE_FILE_BYTES)
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
+    entries = _entries(root, manifest, only)
+    files = [(entry["name"], inside(root, entry["file"], f"the file of case type {entry['name']!r}"))
+             for entry in entries]
+    for name, path in files:  # a missing file, a FIFO: refused before any case runs
+        os.close(open_regular_file(path, f"the cases of {name!r}"))
+    announced = sum(e["count"] for e in entries if isinstance(e.get("count"), int) and e["count"] >= 0)
+
+    def cases() -> Iterator[dict]:
+        for name, path in files:
+            for number, line in _lines(path, f"the cases of {name!r}"):
                 case = _case(line, path, number, root)
-                if case["type"] != entry["name"]:
+                if case["type"] != name:
                     raise ValueError(f"{path}, line {number}: a case of type {case['type']!r} in the file of "
-                                     f"{entry['name']!r}")
-                cases.append(case)
-    return manifest, cases
+                                     f"{name!r}")
+                yield case
+
+    return manifest, announced, cases()
+
+
+def load_suite(directory: str | Path, only: str | None = None) -> tuple[dict, list[dict]]:
+    """(manifest, cases) of an exported suite, held whole (``trace``, tests); ``only`` as ``--only``. Arrays in .npy
+    files are loaded. ``check`` streams instead (:func:`open_suite`)."""
+    manifest, _, cases = open_suite(directory, only)
+    return manifest, list(cases)

@@ -95,10 +95,11 @@ def test_a_closed_stdout_with_a_running_process_is_no_answer_not_a_hang(unit_sui
 @pytest.mark.slow
 def test_a_late_answer_does_not_shift_the_later_cases(unit_suite, tmp_path):
     """Before: the late answer to case 1 was taken as case 2's, and every later case failed on its id."""
-    late = 'time.sleep(3) if json.loads(line)["id"] == "min_length/0001" else None'
-    status, lines = run_check(unit_suite, _impl(tmp_path, late), only="min_length", timeout=1)
-    assert status == 1 and lines[-1] == "39 passed, 1 failed"
-    assert "min_length/0001" in lines[0] and "no response within 1 s (the implementation is restarted)" in lines[0]
+    late = 'time.sleep(40) if json.loads(line)["id"] == "min_length/0001" else None'
+    status, lines = run_check(unit_suite, _impl(tmp_path, late), only="min_length", timeout=15)
+    assert status == 1 and lines[-1] == "39 passed, 0 failed, 1 timed out"
+    assert lines[0].startswith("TIMEOUT min_length/0001")
+    assert "no response within 15 s (the implementation is restarted)" in lines[0]
 
 
 @pytest.mark.slow
@@ -126,7 +127,8 @@ def test_junk_huge_numbers_and_deep_nesting_fail_their_case_only(unit_suite, tmp
 def test_an_implementation_that_does_not_read_its_input_is_no_answer(unit_suite):
     """Requests larger than the pipe buffer: ``check`` wrote into a pipe nobody read, forever."""
     status, lines = run_check(unit_suite, "sleep 600", only="top_p", timeout=1)
-    assert status == 1 and lines[-1].endswith("not run") and "within 1 s" in lines[0]
+    assert status == 1 and lines[-1].startswith("0 passed, 0 failed, 3 timed out, ") and lines[-1].endswith("not run")
+    assert lines[0].startswith("TIMEOUT top_p/") and "within 1 s" in lines[0]
 
 
 @pytest.mark.slow
@@ -155,3 +157,43 @@ def test_a_failing_decode_names_the_step_row_and_stage_where_it_departs(decode_s
     status, lines = run_check(decode_suite, SERVE + " --plant repetition_penalty_sign", only="greedy")
     hints = [line for line in lines if line.startswith("    the tokens agree; the scores first differ at step")]
     assert status == 1 and hints and all("RepetitionPenaltyLogitsProcessor" in h for h in hints)
+
+
+# ---- timeouts: apart from wrong answers, and scaled with the case's size
+
+
+def test_the_timeout_scales_with_the_decodes_size_only(tmp_path):
+    """SECONDS covers 64 token positions of GPT-2 124M (124M x 64 parameter-positions); a larger decode waits
+    in proportion; processor cases and the tiny models wait SECONDS."""
+    import json
+
+    import numpy as np
+
+    from refdecode.reference.conformance.check import case_timeout
+
+    (tmp_path / "config.json").write_text(json.dumps({"n_layer": 12, "n_embd": 768, "vocab_size": 50257,
+                                                      "n_positions": 1024}))
+    parameters = 12 * 12 * 768 * 768 + (50257 + 1024) * 768        # 124,318,464: GPT-2 124M
+    ids = np.zeros((3, 10), dtype=np.int64)                         # 3 prompts of 10 tokens
+    beam = {"input": {"model": {"kind": "gpt2", "path": str(tmp_path)}, "input_ids": ids,
+                      "config": {"num_beams": 5, "num_return_sequences": 2, "max_new_tokens": 20}}}
+    positions = 3 * 5 * (10 + 20)                                   # rows x (prompt + new)
+    assert case_timeout(beam, 60.0) == pytest.approx(60.0 * parameters * positions / (124_000_000 * 64))
+    assert 420 < case_timeout(beam, 60.0) < 425
+    short = {"input": dict(beam["input"], input_ids=ids[:1, :2], config={"max_new_tokens": 4})}
+    assert case_timeout(short, 60.0) == 60.0                        # 6 positions: below the unit
+    tiny = {"input": dict(beam["input"], model={"kind": "gpt2", "path": str(tmp_path / "missing")})}
+    assert case_timeout(tiny, 60.0) == 60.0                         # no config.json: no size known
+    assert case_timeout({"input": {"scores": np.zeros((1, 4), np.float32)}}, 60.0) == 60.0
+
+
+@pytest.mark.slow
+def test_a_timeout_is_counted_apart_from_a_wrong_answer(unit_suite, tmp_path):
+    """Before: one slow answer was 'FAIL ... no response within 60 s', counted among the wrong answers."""
+    body = ECHO_SERVE.replace("print(answer(line), flush=True)",
+                              'print(answer(line).replace("0.", "1.", 1) if n == 3 else answer(line), flush=True)')
+    late = 'time.sleep(40) if json.loads(line)["id"] == "min_length/0001" else None'
+    status, lines = run_check(unit_suite, python_implementation(tmp_path, body.format(before=late)), only="min_length",
+                              timeout=15)
+    assert status == 1 and lines[-1] == "38 passed, 1 failed, 1 timed out"
+    assert lines[0].startswith("TIMEOUT min_length/0001") and lines[1].startswith("FAIL min_length/")

@@ -132,3 +132,21 @@ def test_a_manifest_listing_paths_outside_the_suite_deletes_nothing_outside(tmp_
     with pytest.raises(ValueError, match="leads outside the suite folder"):
         export(suite, types=["min_length"])
     assert outside.read_text() == "do not delete"
+
+
+def test_each_case_is_written_as_it_is_run_and_a_failed_export_leaves_no_manifest(tmp_path):
+    """Streamed: the cases built before a builder fails are on disk already; without a manifest the folder is no
+    suite (and a later export may not delete it)."""
+    import dataclasses
+
+    top_k = REGISTRY["top_k"]
+
+    def build():
+        yield from top_k.build()[:2]
+        raise RuntimeError("the third case cannot be built")
+
+    with pytest.raises(RuntimeError, match="third case"):
+        export(tmp_path, case_types=[dataclasses.replace(top_k, build=build)])
+    lines = (tmp_path / "cases" / "top_k.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["top_k/0000", "top_k/0001"]
+    assert not (tmp_path / "manifest.json").exists()

@@ -154,3 +154,36 @@ def test_a_fit_changes_the_input_before_the_expected_answers_are_computed(tmp_pa
     # the expected answers are those of the fitted input: refdecode's 4.38.2 profile, reading the fitted input, agrees
     cmd = f"{sys.executable} -m refdecode conformance serve --as transformers-4.38.2"
     assert check(tmp_path, cmd, timeout=120) == 0
+
+
+# ---- shards: independent streams of one seed
+
+
+@pytest.mark.slow
+def test_shards_are_the_streams_of_one_seed_and_split_n(tmp_path, capsys):
+    """--shard K/N writes stream K of the seed (shard 0: the unsharded draw's start), n // N cases, one more for the
+    first n % N shards."""
+    from refdecode.reference.conformance.fresh import shard_size
+
+    notes = {}
+    for k in range(3):
+        assert cli.main(["fresh", str(tmp_path / str(k)), "--n", "7", "--seed", str(SEED), "--shard", f"{k}/3"]) == 0
+        notes[k] = [case["note"] for case in _lines(tmp_path / str(k))]
+    assert [len(notes[k]) for k in range(3)] == [3, 2, 2] == [shard_size(7, k, 3) for k in range(3)]
+    assert sorted(notes[0]) == sorted(c.note for cs in fresh_cases(3, SEED).values() for c in cs)
+    assert sorted(notes[2]) == sorted(c.note for cs in fresh_cases(2, SEED, stream=2).values() for c in cs)
+    assert notes[1][0].startswith(f"fresh seed {SEED}.1 #0 ") and notes[2][0].startswith(f"fresh seed {SEED}.2 #0 ")
+    assert not set(notes[0]) & set(notes[1]) and not set(notes[1]) & set(notes[2])
+    assert "shard 1/3: stream 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shard", ["3/3", "-1/3", "1", "a/b"])
+def test_a_bad_shard_is_refused_before_anything_is_drawn(tmp_path, capsys, shard):
+    with pytest.raises(SystemExit):
+        cli.main(["fresh", str(tmp_path / "out"), "--n", "7", "--seed", "1", f"--shard={shard}"])
+    assert "has to be K/N with" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_fewer_cases_than_shards_is_refused(tmp_path, capsys):
+    assert cli.main(["fresh", str(tmp_path / "out"), "--n", "3", "--seed", "1", "--shard", "0/4"]) == 2
+    assert "`--n` has to be at least the number of shards (4) with --shard, but is 3" in capsys.readouterr().err

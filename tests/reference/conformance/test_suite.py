@@ -96,3 +96,40 @@ def test_a_model_path_stays_inside_the_suite(suite):
                                                                                           "path": "/tmp"}}})
     with pytest.raises(ValueError, match="model path"):
         load_suite(suite, only="gpt2_greedy")
+
+
+# ---- streamed: a suite of any size, one case at a time
+
+
+def test_cases_are_streamed_one_at_a_time(suite):
+    """A broken last line is met only when the stream reaches it: the cases before it have been handed out."""
+    from refdecode.reference.conformance.suite import open_suite
+
+    path = suite / "cases" / "min_length.jsonl"
+    path.write_text(path.read_text() + "{broken\n")
+    manifest, announced, cases = open_suite(suite, only="min_length")
+    assert announced == 3 and manifest["case_count"] == 9
+    assert [next(cases)["id"] for _ in range(3)] == ["min_length/0000", "min_length/0001", "min_length/0002"]
+    with pytest.raises(ValueError, match=r"min_length.jsonl, line 4 is not a JSON case"):
+        next(cases)
+
+
+def test_a_case_line_is_bounded_not_the_file(suite, monkeypatch):
+    """Before: a cases file over 512 MiB was refused whole (about 380k beam cases); now the file may be any size
+    and one line is bounded (a small bound here)."""
+    from refdecode.reference.conformance import suite as suite_module
+
+    longest = max(len(line) for line in (suite / "cases" / "top_p.jsonl").read_bytes().splitlines(keepends=True))
+    monkeypatch.setattr(suite_module, "MAX_CASE_LINE_BYTES", longest)
+    assert len(load_suite(suite, only="top_p")[1]) == 3
+    monkeypatch.setattr(suite_module, "MAX_CASE_LINE_BYTES", longest - 1)
+    with pytest.raises(ValueError, match=r"top_p.jsonl, line \d is longer than"):
+        load_suite(suite, only="top_p")
+
+
+def test_a_missing_cases_file_is_refused_before_any_case_runs(suite):
+    from refdecode.reference.conformance.suite import open_suite
+
+    (suite / "cases" / "top_p.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="the cases of 'top_p' not found"):
+        open_suite(suite)
