@@ -1,9 +1,10 @@
-r"""Write docs/engines.md and examples/engines/report.json from the engines' recorded answers.
+r"""Write docs/engines.md, its Chinese twin docs/engines.zh.md and examples/engines/report.json from the engines'
+recorded answers.
 
     .venv/bin/python examples/engines/report.py [--bench examples/engines/bench.jsonl] [--no-attribute]
                                                 [--run-seconds N | --run-time-file F] [--refdecode-bench]
                                                 [--beam-gap beam_gap.json] [--check-dir DIR] [--fresh fresh.json ...]
-    .venv/bin/python examples/engines/report.py --from-json      # the page again from report.json
+    .venv/bin/python examples/engines/report.py --from-json      # both pages again from report.json (no engine)
     .venv/bin/python examples/engines/report.py --from-json --bench B --refdecode-bench --beam-gap G  # new speed only
 
 Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
@@ -14,6 +15,10 @@ turns 4.38.2's rules into the engine's answer (its cause; ``--no-attribute`` ski
 (each bench script's JSON line from ``--bench``, refdecode's own with ``--refdecode-bench``: its default and its fast
 forward pass; ``--beam-gap``: benchmarks/beam_gap.py's figures on beam-4) and each engine's
 causes as its FINDINGS.md states them (both rules with sources, a reproducer each). Runs in refdecode's venv.
+
+Both pages are rendered from the report alone (``write_markdown(report, lang)``; ``--from-json`` runs no engine):
+the same lines, numbers and code blocks, the words from report_text.py (``EN``, ``ZH``), the causes from each
+engine's FINDINGS.md or, in Chinese, its FINDINGS.zh.md.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import os
 import re
 import sys
 import time
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,6 +44,13 @@ from refdecode.reference.engines.beam import NotSimulated
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+from report_text import TEXT  # noqa: E402  (the page's words, English and Chinese, beside this file)
+
+#: the page each language is written to, and the engines' notes it quotes (a section of each engine's file)
+PAGES = {"en": ROOT / "docs" / "engines.md", "zh": ROOT / "docs" / "engines.zh.md"}
+EN_RUN_TIME = TEXT["en"]["run_time_total"]
+FINDINGS = {"en": ("FINDINGS.md", ("## causes", "## cause")), "zh": ("FINDINGS.zh.md", ("## 原因",))}
 ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai", "transformers-js",
            "llama-cpp", "keras-hub", "mlx-lm", "openvino-genai",
            "transformers-4.38.2-tf", "vllm",
@@ -196,57 +209,41 @@ def refdecode_bench() -> list[dict]:
     return rows
 
 
-def speed_lines(report: dict) -> list[str]:
+def speed_lines(report: dict, t: dict) -> list[str]:
     """The speed table (greedy, beam-4 and their ratio per engine; refdecode's two forward passes as two rows), and
-    the paragraph on beam-4 from benchmarks/beam_gap.py's figures when the run made them."""
-    lines = ["", "## Speed (GPT-2-124M-shaped, 8-token prompt, 64 new tokens, batch 1, median of 5)", ""]
+    the paragraph on beam-4 from benchmarks/beam_gap.py's figures when the run made them (``t``: the page's words)."""
+    lines = ["", t["speed_h"], ""]
     if not report["bench"]:
-        return lines + ["Not measured in this run (`run_all.sh` measures it); each engine's FINDINGS.md gives the "
-                        "figures its helper measured."]
-    lines += ["| engine | version | greedy tok/s | beam-4 tok/s | beam-4 / greedy | note |",
-              "|---|---|---|---|---|---|"]
+        return lines + [t["speed_none"]]
+    lines += [t["speed_head"], "|---|---|---|---|---|---|"]
     for b in report["bench"]:
         name = b.get("engine") + (f", forward=\"{b['forward']}\"" if b.get("forward") else "")
         beam, greedy = b.get("beam4_tok_s"), b.get("greedy_tok_s")
         ratio = f"{beam / greedy:.2f}" if beam and greedy else "-"
         lines.append(f"| {name} | {b.get('version')} | {'-' if greedy is None else greedy} | "
                      f"{'-' if beam is None else beam} | {ratio} | "
-                     f"{b.get('note', '')} |")
-    lines += ["", "Each engine single-threaded, its own bench script (`examples/engines/<engine>/bench.*`); "
-              "refdecode: `generate` with OPENBLAS_NUM_THREADS=1, once per forward pass. One run each, on a shared "
-              "2-core machine: read the ratios, not the third digit."]
+                     f"{t['run_text'].format(text=b['note']) if b.get('note') else ''} |")
+    lines += ["", t["speed_how"]]
     gap = report.get("beam_gap")
     if gap:
-        genai = (f" onnxruntime-genai's model runs 4 rows in {gap['genai_model_4_x']}x the time of one (its Conv1D "
-                 f"products {gap.get('genai_gemm_4_x', '?')}x, its LM head {gap.get('genai_lm_head_4_x', '?')}x: "
-                 "onnxruntime packs each constant weight once, at load, for its MLAS GEMM: `PrePack` in "
-                 "onnxruntime/core/providers/cpu/math/gemm.cc and matmul.cc), and its whole beam step "
-                 f"(model, search, cache) {gap['genai_step_4_x']}x a greedy step; beam-4 / greedy "
-                 f"{gap['genai_beam4_over_greedy']:.2f}." if "genai_model_4_x" in gap else "")
-        lines += ["", "**Why beam-4 costs what it does** (`benchmarks/beam_gap.py`, one thread, "
-                  f"{gap['clock']}, {gap['rounds']} alternating rounds, {gap['date']}, load average {gap['load']}). "
-                  "A beam-4 step is the model on 4 rows plus the search. The weight products of one step take, "
-                  f"for 4 rows, {gap['products_4_one_call_x']}x the time of one row as one OpenBLAS call (its GEMM "
-                  f"packs a copy of each weight first) and {gap['products_4_blocks_x']}x in blocks under OpenBLAS's "
-                  "small-matrix bound, which the fast forward pass runs (11 rows, prompt lookup's verification: "
-                  f"{gap['products_11_blocks_x']}x); its whole 4-row forward step costs {gap['forward_4_x']}x a "
-                  f"1-row step. The search adds per beam step: log_softmax over 4 x 50,257 with torch's bits "
-                  f"{gap['log_softmax_exact_ms']} ms (NumPy's plain expression {gap['log_softmax_numpy_ms']} ms), "
-                  f"the top-2K candidates {gap['top_2k_ms']} ms, the KV cache reorder {gap['reorder_ms']} ms. "
-                  f"beam-4 / greedy: refdecode default forward {gap['plain_beam4_over_greedy']:.2f}, fast forward "
-                  f"{gap['fast_beam4_over_greedy']:.2f}." + genai]
+        genai = (t["gap_genai"].format(**{"genai_gemm_4_x": "?", "genai_lm_head_4_x": "?", **gap},
+                                       genai=gap["genai_beam4_over_greedy"]) if "genai_model_4_x" in gap else "")
+        lines += ["", t["gap"].format(**gap, plain=gap["plain_beam4_over_greedy"],
+                                      fast=gap["fast_beam4_over_greedy"]) + genai]
     return lines
 
 
-def findings_causes(engine: str) -> str:
-    """The '## Causes' section(s) of the engine's FINDINGS.md, headings moved down two levels."""
-    path = HERE / engine / "FINDINGS.md"
+def findings_causes(engine: str, lang: str = "en") -> str:
+    """The '## Causes' section(s) of the engine's FINDINGS.md ('## 原因' of its FINDINGS.zh.md for ``lang="zh"``),
+    headings moved down two levels."""
+    name, starts = FINDINGS[lang]
+    path = HERE / engine / name
     if not path.exists():
         return ""
     text, out, keep = path.read_text(), [], False
     for line in text.splitlines():
         if line.startswith("## "):
-            keep = line.lower().startswith(("## causes", "## cause"))
+            keep = line.lower().startswith(starts)
             continue
         if keep:
             out.append(re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", line))
@@ -259,8 +256,9 @@ def _switch_text() -> list[str]:
     return doc[doc.index("Processors"):].splitlines() if "Processors" in doc else doc.splitlines()
 
 
-def findings_sections_naming(engine: str, case_id: str) -> list[str]:
-    """The headings of the engine's FINDINGS.md sections whose text names ``case_id``."""
+def findings_sections_naming(engine: str, case_id: str, lang: str = "en") -> list[str]:
+    """The headings of the engine's FINDINGS.md sections whose text names ``case_id`` (for ``lang="zh"``, the same
+    sections' headings in its FINDINGS.zh.md)."""
     path = HERE / engine / "FINDINGS.md"
     if not path.exists():
         return []
@@ -270,52 +268,65 @@ def findings_sections_naming(engine: str, case_id: str) -> list[str]:
             heading = line.lstrip("#").strip()
         elif case_id in line and heading not in found:
             found.append(heading)
+    if lang == "zh":
+        chinese = dict(zh_headings(engine))
+        return [chinese.get(slug(h), h) for h in found]
     return found
 
 
-def fresh_lines(fresh: dict | None) -> list[str]:
+def slug(heading: str) -> str:
+    """Python-Markdown's toc anchor of a heading (what mkdocs gives a heading without ``{#id}``)."""
+    text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
+
+
+def zh_headings(engine: str) -> list[tuple[str, str]]:
+    """(anchor, heading) of each heading of the engine's FINDINGS.zh.md that carries ``{#anchor}``: the anchor is
+    that of the English FINDINGS.md heading it translates (tests/docs/test_engines_page.py checks they pair up)."""
+    path = HERE / engine / "FINDINGS.zh.md"
+    found = (re.match(r"^#+ (.*?)\s*\{#([\w-]+)\}\s*$", line) for line in
+             (path.read_text().splitlines() if path.exists() else []))
+    return [(m.group(2), m.group(1)) for m in found if m]
+
+
+def fresh_lines(fresh: dict | None, t: dict) -> list[str]:
     """The page's section on fresh cases (``fresh_check.py --json``'s results, merged): profile = engine per engine,
-    how its cases were drawn, every mismatch with its case."""
+    how its cases were drawn, every mismatch with its case (``t``: the page's words)."""
     if not fresh:
         return []
     target = fresh.get("answered_target")
-    lines = ["", "### Fresh cases (drawn anew, never in the suite)", "",
-             f"`examples/engines/fresh_check.py --fresh {fresh['cases']} --seed {fresh['seed']}"
-             + (f" --answered {target}`" if target else "`")
-             + " (`refdecode conformance fresh`: left-padded batches of new prompts, new settings, near-ties kept and "
-             "labelled) through each engine's adapter, its answers against its profile. Each engine is drawn for "
-             "over the options it takes (the draw column; fresh_check.py's `DRAWS`), the expected answers computed "
-             "after the fit"
-             + (f"; an engine that answered fewer than {target} of a stream's {fresh['cases']} cases is asked the "
-                "next stream of the same seed until it has" if target else "") + ":", "",
-             "| engine (profile) | draw | asked | answered | profile = engine | differ from 4.38.2 | "
-             "of those profile = engine | unsupported | failed where the profile allows it |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    command = (f"`examples/engines/fresh_check.py --fresh {fresh['cases']} --seed {fresh['seed']}"
+               + (f" --answered {target}`" if target else "`"))
+    lines = ["", t["fresh_h"], "",
+             t["fresh"].format(command=command,
+                               target=t["fresh_target"].format(target=target, cases=fresh["cases"]) if target else ""),
+             "", t["fresh_head"], "|---|---|---|---|---|---|---|---|---|"]
     for name, r in fresh["engines"].items():
         asked = r.get("asked", r["answered"] + r["unsupported"] + r["no_answer"])
-        lines.append(f"| {name} | {r.get('draw', 'the common draw')} | {asked} | {r['answered']} | {r['same']} | "
+        draw = r.get("draw", TEXT["en"]["common_draw"])   # fresh_check.py writes the common draw's name in English
+        draw = t["common_draw"] if draw == TEXT["en"]["common_draw"] else t["run_text"].format(text=draw)
+        lines.append(f"| {name} | {draw} | {asked} | {r['answered']} | {r['same']} | "
                      f"{r['departing']} | {r['departing_same']} | {r['unsupported']} | "
                      f"{r.get('failed_as_modelled', 0)} |")
     mismatches = [(name, m) for name, r in fresh["engines"].items() for m in r["mismatches"]]
-    lines += ["", "Mismatches: " + ("none." if not mismatches else "each with its case, where the answers part, "
-                                                                 "and why:")]
-    lines += [f"* **{name}** {m['id']} ({m['note']}): {m['why']}. Why: {mismatch_reason(m)}" for name, m in mismatches]
+    lines += ["", t["mismatches"] if mismatches else t["mismatches_none"]]
+    lines += [t["mismatch"].format(name=name, case=m["id"], note=t["run_text"].format(text=m["note"]), why=m["why"],
+                                   reason=mismatch_reason(m, t))
+              for name, m in mismatches]
     undefined = [(name, m) for name, r in fresh["engines"].items() for m in r.get("undefined_answered", [])]
     if undefined:
-        lines += ["", "Rows where the profile predicts none (the engine read memory it never wrote, and its answer "
-                  "came from what that memory held; onnxruntime-genai G5):"]
-        lines += [f"* **{name}** {m['id']} ({m['note']})" for name, m in undefined]
+        lines += ["", t["undefined"]]
+        lines += [t["undefined_case"].format(name=name, case=m["id"], note=m["note"]) for name, m in undefined]
     return lines
 
 
-def mismatch_reason(m: dict) -> str:
+def mismatch_reason(m: dict, t: dict) -> str:
     """Why a fresh case's answer differs from the profile's, as far as the run can tell."""
     if m["why"].startswith("no answer"):
-        return "the engine gave no answer (error, crash or hang), where the profile predicts rows."
+        return t["reason_no_answer"]
     if "near-tie: margin" in m["note"]:
-        return ("a near-tie: a decision closer than check's tolerance, which the engine's own forward pass (its "
-                "float arithmetic, not a decoding rule) can turn.")
-    return "not found in this run: a rule or numeric of the engine that its profile lacks."
+        return t["reason_near_tie"]
+    return t["reason_unknown"]
 
 
 def merge_fresh(report: dict, paths: list[Path]) -> None:
@@ -328,125 +339,120 @@ def merge_fresh(report: dict, paths: list[Path]) -> None:
         report.setdefault("fresh", {**found, "engines": {}})["engines"].update(found["engines"])
 
 
-def write_markdown(report: dict) -> str:
-    lines = [
-        "# Engines: where real inference engines depart from transformers 4.38.2, and why",
-        "",
-        "Generated by `examples/engines/report.py` (run `examples/engines/run_all.sh` from a fresh clone to redo "
-        f"everything); machine-readable: `examples/engines/report.json`. Generated {report['date']}.",
-        "",
-        report["provenance"],
-        "",
-        "Each engine runs through its adapter (`examples/engines/<engine>/run`, the conformance protocol) on the "
-        "suite's `engines` group (the shipped tiny-shakespeare model, eos 198 \"\\n\"), its `engines_124m` group "
-        "(the same decodes on the shipped model widened to GPT-2 124M's shape: 12 layers, 768 wide; "
-        "`tools/engines/make_gpt2_124m_shaped.py`), `gpt2_greedy`, `gpt2_sample` and "
-        "`gpt2_beam_search` (refdecode's golden GPT-2 cases; beams sent as `engines_beam_search`, since no engine "
-        "returns per-step `beam_indices`). Sampling: no engine takes given draws; an adapter answers a sampling "
-        "case only where the engine exposes the distribution it samples from (node-llama-cpp's probabilities), "
-        "drawing from it with the case's uniforms, and refdecode's profile draws with the same uniforms. *pass*: "
-        "the engine's sequences equal 4.38.2's; *differ*: they do not; *unsupported*: the engine has no way to take "
-        "the case (sampling without given draws or its distribution, an option it lacks); *no answer* (shown only where "
-        "it happened): the adapter hung, exited or answered junk (record_responses.py, as check, restarts it).",
-        "",
-        "## The idea",
-        "",
-        "An engine's departure from transformers 4.38.2 is understood when refdecode can produce it on demand. Each "
-        "engine gets a profile: the named rules (`EngineRules` switches) where it differs, every other rule being "
-        "4.38.2's. The profile is right when it gives the engine's own answers, token for token, on every case the "
-        "engine answered.",
-        "",
-        "## Worked example",
-        "",
-        "transformers.js's greedy loop has no finished-rows mask: a row that emitted eos goes on generating while "
-        "another row has not finished (its cause T1 below). On a bigram stand-in model (1 -> 2 -> 0 = eos -> 3):",
-        "",
-        "```python",
-        ">>> import numpy as np",
-        ">>> from refdecode.model.stand_ins import TableModel",
-        ">>> from refdecode.reference.engines import decode_as",
-        ">>> table = np.log(np.array([[.1, .1, .1, .7], [.1, .1, .7, .1], [.7, .1, .1, .1], [.1, .1, .1, .7]],",
-        "...                         dtype=np.float32))",
-        ">>> model, ids = TableModel(table), np.array([[1], [3]])",
-        ">>> config = {\"max_new_tokens\": 4, \"eos_token_id\": [0], \"pad_token_id\": 0}",
-        ">>> decode_as(\"transformers-4.38.2\", model, ids, None, config)[\"sequences\"].tolist()",
-        "[[1, 2, 0, 0, 0], [3, 3, 3, 3, 3]]",
-        ">>> decode_as(\"transformers-js\", model, ids, None, config)[\"sequences\"].tolist()",
-        "[[1, 2, 0, 3, 3], [3, 3, 3, 3, 3]]",
-        "",
-        "```",
-        "",
-        "## Results: engine x case group (pass / differ / unsupported)",
-        "",
-        "| engine | " + " | ".join(g for g in GROUPS if any(g in e["groups"] for e in report["engines"])) + " |",
-    ]
+def write_markdown(report: dict, lang: str = "en") -> str:
+    """The engines page in ``lang`` ("en": docs/engines.md, "zh": docs/engines.zh.md) from ``report`` (report.json):
+    the same numbers and code blocks in both, the words from report_text.py, the engines' notes from FINDINGS.md
+    or FINDINGS.zh.md."""
+    t = TEXT[lang]
+    lines = [t["title"], "", t["generated"].format(date=report["date"]), "",
+             t["provenance"].format(provenance=report["provenance"]), "", t["how"], "", t["idea_h"], "", t["idea"], "",
+             t["worked_h"], "", t["worked"], "", *WORKED_EXAMPLE]
+    lines += result_lines(report, t) + explained_lines(report, t, lang)
+    lines += fresh_lines(report.get("fresh"), t)
+    lines += cause_lines(report, t)
+    lines += ["", t["switches_h"], "", t["switches"], "", "```text", *_switch_text(), "```"]
+    lines += speed_lines(report, t)
+    lines += ["", t["setup_h"], "", "```sh"]
+    lines += [f"examples/engines/{e}/setup.sh" for e in ENGINES]
+    lines += ["examples/engines/run_all.sh        # everything: setups, suite export, runs, diagnosis, this page",
+              "```", "", t["run_time"].format(run_time=run_time_text(report["run_time"], t)), "", t["by_engine_h"],
+              "", t["by_engine"], ""]
+    for e in ENGINES:
+        text = findings_causes(e, lang)
+        if text:
+            lines += [f"### {e}", "", text, ""]
+    return unique_anchors("\n".join(lines).rstrip() + "\n")
+
+
+def unique_anchors(page: str) -> str:
+    """A ``{#anchor}`` given again (two engines' "Not causes here (checked)") becomes ``anchor_1``, ``anchor_2``...,
+    as mkdocs numbers a repeated heading of the English page, so each anchor names one section in both pages."""
+    seen: dict[str, int] = {}
+
+    def number(m: re.Match) -> str:
+        n = seen[m.group(1)] = seen.get(m.group(1), -1) + 1
+        return f"{{#{m.group(1)}{f'_{n}' if n else ''}}}"
+
+    return re.sub(r"\{#([\w-]+)\}$", number, page, flags=re.M)
+
+
+#: the page's worked example (a code block, the same in both languages; tests/docs/test_docs.py runs it)
+WORKED_EXAMPLE = [
+    "```python",
+    ">>> import numpy as np",
+    ">>> from refdecode.model.stand_ins import TableModel",
+    ">>> from refdecode.reference.engines import decode_as",
+    ">>> table = np.log(np.array([[.1, .1, .1, .7], [.1, .1, .7, .1], [.7, .1, .1, .1], [.1, .1, .1, .7]],",
+    "...                         dtype=np.float32))",
+    ">>> model, ids = TableModel(table), np.array([[1], [3]])",
+    ">>> config = {\"max_new_tokens\": 4, \"eos_token_id\": [0], \"pad_token_id\": 0}",
+    ">>> decode_as(\"transformers-4.38.2\", model, ids, None, config)[\"sequences\"].tolist()",
+    "[[1, 2, 0, 0, 0], [3, 3, 3, 3, 3]]",
+    ">>> decode_as(\"transformers-js\", model, ids, None, config)[\"sequences\"].tolist()",
+    "[[1, 2, 0, 3, 3], [3, 3, 3, 3, 3]]",
+    "",
+    "```",
+]
+
+
+def run_time_text(run_time: str, t: dict) -> str:
+    """report.json's run time sentence (total_run_time's, in English) in the page's words, when it is that one."""
+    m = re.fullmatch(re.escape(EN_RUN_TIME).replace(re.escape("{minutes}"), r"([\d.]+)"), run_time)
+    return t["run_time_total"].format(minutes=m.group(1)) if m else run_time
+
+
+def result_lines(report: dict, t: dict) -> list[str]:
+    """Engine x case group: pass / differ / unsupported (and no answer where it happened)."""
     shown = [g for g in GROUPS if any(g in e["groups"] for e in report["engines"])]
-    lines.append("|---|" + "---|" * len(shown))
+    lines = ["", t["results_h"], "", f"| {t['engine']} | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown)]
     for e in report["engines"]:
         cells = [("{pass} / {differ} / {unsupported}".format(**e["groups"][g])
-                  + (f" / {e['groups'][g]['no answer']} no answer" if e["groups"][g].get("no answer") else "")
+                  + (t["no_answer"].format(n=e["groups"][g]["no answer"]) if e["groups"][g].get("no answer") else "")
                   if g in e["groups"] else "-")
                  for g in shown]
         lines.append(f"| {e['engine']} | " + " | ".join(cells) + " |")
-    lines += ["", "## Explained = reproduced", "",
-              "refdecode's profile of each engine (`refdecode.reference.engines.PROFILES`; `decode_as(engine, ...)`, "
-              "or `refdecode conformance serve --as ENGINE`) run on every case the engine answered:", "",
-              "| engine | profile switches (over 4.38.2's rules) | answered | reproduced | differ from 4.38.2 | "
-              "of those reproduced |", "|---|---|---|---|---|---|"]
+    return lines
+
+
+def explained_lines(report: dict, t: dict, lang: str) -> list[str]:
+    """Profile = engine per engine, check's verdicts on the differing cases, the cases no profile gives."""
+    lines = ["", t["explained_h"], "", t["explained"], "", t["explained_head"], "|---|---|---|---|---|---|"]
     for e in report["engines"]:
-        sw = ", ".join(f"`{k}={v}`" for k, v in e["switches"].items()) or "(none: the control)"
+        sw = ", ".join(f"`{k}={v}`" for k, v in e["switches"].items()) or t["control"]
         lines.append(f"| {e['engine']} | {sw} | {e['answered']} | {e['reproduced']} | {e['differing']} | "
                      f"{e['reproduced_differing']} |")
     judged = [(e["engine"], [c["check"] for c in e["differing_cases"] if c.get("check")]) for e in report["engines"]]
     if any(v for _, v in judged):
-        lines += ["", "`refdecode conformance check`'s verdict on the differing cases it judged (the step where the "
-                  "engine departs, and refdecode's smallest margin up to there: below 1e-4 a near-tie, a rounding "
-                  "difference; above, a rule): "
-                  + "; ".join(f"{name} {sum('(not a near-tie)' in v for v in vs)} not a near-tie, "
-                              f"{sum(v.startswith('NEAR-TIE') or '(near-tie)' in v for v in vs)} near-tie"
-                              for name, vs in judged if vs) + "."]
+        lines += ["", t["verdicts"].format(verdicts=t["verdict_sep"].join(
+            t["verdict"].format(name=name, rule=sum("(not a near-tie)" in v for v in vs),
+                                tie=sum(v.startswith("NEAR-TIE") or "(near-tie)" in v for v in vs))
+            for name, vs in judged if vs))]
     missed = [(e["engine"], c) for e in report["engines"] for c in e["differing_cases"] if not c["reproduced"]]
     if missed:
-        lines += ["", "Not reproduced by the profile (the engine's FINDINGS.md section that names the case says "
-                  "why, with its evidence):", ""]
+        lines += ["", t["missed"], ""]
         for engine, c in missed:
-            where = ", ".join(f"\"{h}\"" for h in findings_sections_naming(engine, c["id"])) or "(none names it)"
-            lines.append(f"* **{engine}** {c['id']} (departs at row {c['departs'].get('row')}, index "
-                         f"{c['departs'].get('position')}): FINDINGS.md {where}")
-    lines += fresh_lines(report.get("fresh"))
-    lines += ["", "### Causes assigned to the differing cases", "",
-              "For each differing case, a minimal set of the engine's switches that, turned on over 4.38.2's "
-              "rules, gives the engine's answer: one switch alone when one does (the first listed when several "
-              "do), else the whole profile with switches dropped one at a time while the answer stays the "
-              "engine's. `(not reproduced)`: the whole profile does not give it. Per case, with the row and "
-              "token where the engine departs: `report.json`, `differing_cases`.", ""]
+            where = t["section_sep"].join(t["section"].format(heading=h)
+                                          for h in findings_sections_naming(engine, c["id"], lang)) or t["none_names"]
+            lines.append(t["missed_case"].format(engine=engine, case=c["id"], row=c["departs"].get("row"),
+                                                 position=c["departs"].get("position"), where=where))
+    return lines
+
+
+def cause_lines(report: dict, t: dict) -> list[str]:
+    """Each engine's causes, most cases first, with their cases and a reproducer."""
+    lines = ["", t["causes_h"], "", t["causes"], ""]
     for e in report["engines"]:
         for c, ids in sorted(e["causes"].items(), key=lambda kv: -len(kv[1])):
-            more = f" ... ({len(ids)} cases)" if len(ids) > 8 else ""
-            lines.append(f"* **{e['engine']}** `{c}`: {', '.join(ids[:8])}{more}")
+            more = t["more"].format(n=len(ids)) if len(ids) > 8 else ""
+            lines.append(t["cause"].format(engine=e["engine"], cause=c, cases=", ".join(ids[:8]), more=more))
             rep = e["reproducers"].get(c)
             if rep:
-                mask = "" if all(map(all, rep["attention_mask"])) else f", attention_mask {rep['attention_mask']}"
-                lines.append(f"  reproducer {rep['case']} (model `{rep['model']}`): input_ids {rep['input_ids']}"
-                             + mask + f", {json.dumps(rep['options'])}; row {rep['row']}, new tokens: "
-                             f"transformers 4.38.2 "
-                             f"{rep['transformers-4.38.2']}, {e['engine']} {rep[e['engine']]}")
-    lines += ["", "### The switches", "",
-              "Each switch is a rule of `refdecode.reference.engines.EngineRules` "
-              "(`refdecode/reference/engines/rules.py`); its text, with the engine's source lines and 4.38.2's:", "",
-              "```text", *_switch_text(), "```"]
-    lines += speed_lines(report)
-    lines += ["", "## Setup (one command per engine, from a fresh clone)", "", "```sh"]
-    lines += [f"examples/engines/{e}/setup.sh" for e in ENGINES]
-    lines += ["examples/engines/run_all.sh        # everything: setups, suite export, runs, diagnosis, this page",
-              "```", "", f"Full run time: {report['run_time']}.", "", "## The causes, engine by engine", "",
-              "As each engine's `FINDINGS.md` states them (the engine's rule with its source line, 4.38.2's rule "
-              "with its source line, the cases, a reproducer, the refdecode rule = the profile's switch).", ""]
-    for e in ENGINES:
-        text = findings_causes(e)
-        if text:
-            lines += [f"### {e}", "", text, ""]
-    return "\n".join(lines).rstrip() + "\n"
+                mask = "" if all(map(all, rep["attention_mask"])) else t["mask"].format(mask=rep["attention_mask"])
+                lines.append(t["reproducer"].format(
+                    case=rep["case"], model=rep["model"], input_ids=rep["input_ids"], mask=mask,
+                    options=json.dumps(rep["options"]), row=rep["row"], expected=rep["transformers-4.38.2"],
+                    engine=e["engine"], got=rep[e["engine"]]))
+    return lines
 
 
 def bench_rows(args: argparse.Namespace) -> list[dict]:
@@ -462,8 +468,13 @@ def bench_rows(args: argparse.Namespace) -> list[dict]:
 def total_run_time(path: Path) -> str:
     """The page's sentence for run_all.sh's whole run, from the file it writes at its end (seconds)."""
     seconds = float(path.read_text().split()[0])
-    return (f"{seconds / 60:.1f} min (`run_all.sh` from start to end, timed by itself: setups, suite export, checks "
-            "and recordings, fresh cases, benches, this report)")
+    return EN_RUN_TIME.format(minutes=f"{seconds / 60:.1f}")
+
+
+def write_pages(report: dict) -> None:
+    """docs/engines.md and its Chinese twin docs/engines.zh.md, from the same report."""
+    for lang, page in PAGES.items():
+        page.write_text(write_markdown(report, lang), encoding="utf-8")
 
 
 def main() -> None:
@@ -502,7 +513,7 @@ def main() -> None:
         for e in report["engines"]:  # the profiles' switches as the code names them now (they decide no answer)
             e["switches"] = switches_of(PROFILES[e["engine"]])
         (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-        (ROOT / "docs" / "engines.md").write_text(write_markdown(report))
+        write_pages(report)
         return
     started = time.perf_counter()
     engines = [summarise(e, not args.no_attribute, args.check_dir) for e in ENGINES]
@@ -519,7 +530,7 @@ def main() -> None:
         report["beam_gap"] = json.loads(args.beam_gap.read_text())
     merge_fresh(report, args.fresh)
     (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    (ROOT / "docs" / "engines.md").write_text(write_markdown(report))
+    write_pages(report)
     for e in engines:
         print(f"{e['engine']}: answered {e['answered']}, reproduced {e['reproduced']}; differ {e['differing']}, "
               f"reproduced {e['reproduced_differing']}")

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Everything of docs/engines.md from a fresh clone, in one command:
+# Everything of docs/engines.md (and its Chinese twin docs/engines.zh.md) from a fresh clone, in one command:
 #   examples/engines/run_all.sh
 # 1) refdecode's venv, 2) every engine's setup.sh, 3) the suite (engines + gpt2_greedy + gpt2_sample +
 # gpt2_beam_search + gpt2_group_beam_search; engines_124m after making the 124M-shaped checkpoint), 4) every adapter through `check`
 # (summary lines kept; two engines at a time) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
 # 5) each bench script, and benchmarks/beam_gap.py (beam-4 against greedy, refdecode and onnxruntime-genai), 6) report.py
-# (diagnosis, reproduction, refdecode's speed with both forward passes, docs/engines.md, report.json), 7) the whole
+# (diagnosis, reproduction, refdecode's speed with both forward passes, docs/engines.md and docs/engines.zh.md, report.json), 7) the whole
 # run's time into the page.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
