@@ -52,6 +52,9 @@ from .text.tokenizer import BatchEncoding, Tokenizer
 from .model.config import GPT2Config
 from .model.kv_cache import KVCache
 from .model.modeling import GPT2
+from .model.llama_config import LlamaConfig
+from .model.llama_modeling import Llama
+from .model.auto import from_pretrained
 
 # 3  logits -> processed scores
 from .numerics import log_softmax, softmax
@@ -134,7 +137,7 @@ from .text.streamers import BaseStreamer, TextIteratorStreamer, TextStreamer
 from .reference.trace import TraceRecorder
 
 __all__ = [
-    "Tokenizer", "GPT2Config", "KVCache", "GPT2", "softmax", "log_softmax",
+    "Tokenizer", "GPT2Config", "KVCache", "GPT2", "LlamaConfig", "Llama", "from_pretrained", "softmax", "log_softmax",
     "LogitsProcessor", "LogitsProcessorList", "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor",
     "RepetitionPenaltyLogitsProcessor", "NoRepeatNGramLogitsProcessor", "HammingDiversityLogitsProcessor",
     "LogitsWarper", "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper",

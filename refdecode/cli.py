@@ -116,8 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("prompt", help="text to continue (use -- before a prompt that starts with '-' or that equals "
                                    "a subcommand's name)")
     ap.add_argument("--model", type=Path, default=None, metavar="DIR",
-                    help="directory with config.json, model.safetensors, tokenizer.json "
-                         f"(default: {default_model_dir()})")
+                    help="directory with config.json (gpt2, llama, mistral, qwen2), model.safetensors, "
+                         f"tokenizer.json (default: {default_model_dir()})")
     for flag, field, kind, text in _OPTIONS:
         ap.add_argument(flag, dest=field, type=kind, default=None, metavar=field.split("_")[-1].upper()
                         if kind is int else "X", help=text)
@@ -252,13 +252,13 @@ def _check_trace_path(path: Path | None) -> None:
 
 def _load(model_dir: Path) -> tuple[Any, Any]:
     """The model and its tokenizer; any failure is the directory's fault: a UsageError naming it."""
-    from .model.modeling import GPT2
+    from .model.auto import from_pretrained
     from .text.tokenizer import Tokenizer
 
     if not model_dir.is_dir():
         raise UsageError(f"--model {model_dir}: no such directory")
     try:
-        return GPT2.from_pretrained(model_dir), Tokenizer(model_dir)
+        return from_pretrained(model_dir), Tokenizer(model_dir)  # GPT-2 or a Llama, by config.json's model_type
     except Exception as e:  # noqa: BLE001 -- a broken checkpoint can fail in numpy, safetensors or tokenizers
         detail = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise UsageError(f"--model {model_dir}: cannot load the checkpoint: {detail}") from None

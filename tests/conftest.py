@@ -22,6 +22,17 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden"
 MODELS = ROOT / "models"
 
+#: One small checkpoint of each model family (tests/golden/models): a test that runs a decoding mode on a real model
+#: takes the ``family_model`` fixture and runs on each, so every mode is exercised on GPT-2 and on a Llama (GQA, RoPE).
+FAMILY_MODELS = {"gpt2": GOLDEN / "models" / "decode-a", "llama": GOLDEN / "models" / "llama-gqa-tied"}
+
+
+@pytest.fixture(params=sorted(FAMILY_MODELS))
+def family_model(request):
+    """A fresh model of each family (fresh: some tests set its generation_config)."""
+    from refdecode import from_pretrained
+    return from_pretrained(FAMILY_MODELS[request.param])
+
 
 # ---- heavy tests: left out of a plain `pytest` (the README's test command), run by CI with `--heavy`
 #

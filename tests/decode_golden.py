@@ -9,6 +9,7 @@ from functools import cache
 import numpy as np
 from conftest import GOLDEN
 
+from refdecode import from_pretrained
 from refdecode.model.modeling import GPT2
 
 ATOL = 1e-4
@@ -24,6 +25,12 @@ def golden(name: str) -> tuple[dict, dict]:
 @cache
 def golden_model(name: str) -> GPT2:
     return GPT2.from_pretrained(GOLDEN / "models" / name)
+
+
+@cache
+def any_model(name: str):
+    """A golden checkpoint of any family (GPT-2 or Llama), by its directory's model_type."""
+    return from_pretrained(GOLDEN / "models" / name)
 
 
 class CopiesComputedAlike:

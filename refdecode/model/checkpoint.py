@@ -278,10 +278,11 @@ def load_params(path: str | Path, config: GPT2Config, mmap: bool = False) -> dic
     return nest(flat)
 
 
-def nest(flat: dict[str, np.ndarray]) -> dict[str, Any]:
+def nest(flat: dict[str, np.ndarray], single: tuple[str, ...] = ("wte", "wpe", "lm_head")) -> dict[str, Any]:
     """``{"h.0.ln_1.weight": a, ...}`` -> ``{"h": [{"ln_1": {"weight": a}}], ...}`` (lists for layers).
 
-    ``wte``, ``wpe`` and ``lm_head`` hold a single matrix each, so their ``.weight`` level is dropped.
+    The modules named in ``single`` (GPT-2's ``wte``, ``wpe`` and ``lm_head``; Llama's ``embed_tokens`` and
+    ``lm_head``) hold a single matrix each, so their ``.weight`` level is dropped.
 
     >>> nest({"h.0.ln_1.weight": 1, "h.1.ln_1.weight": 2, "wte.weight": 3})
     {'h': [{'ln_1': {'weight': 1}}, {'ln_1': {'weight': 2}}], 'wte': 3}
@@ -289,7 +290,7 @@ def nest(flat: dict[str, np.ndarray]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in flat.items():
         parts = name.split(".")
-        if parts[0] in ("wte", "wpe", "lm_head"):
+        if parts[0] in single:
             out[parts[0]] = value
             continue
         node: Any = out

@@ -34,7 +34,7 @@ from ..generation_config import GenerationConfig
 from .gpt2 import default_position_ids, gpt2
 from .kv_cache import KVCache
 
-__all__ = ["GPT2", "CausalLMOutput", "FORWARDS"]
+__all__ = ["GPT2", "CausalLMOutput", "FORWARDS", "checked_call"]
 
 #: The forward passes a GPT2 can run, by the name given as ``forward=``.
 FORWARDS = {"plain": gpt2, "fast": gpt2_fast}
@@ -120,10 +120,15 @@ class GPT2:
             params = load_params(path / "model.safetensors", config, mmap=mmap)
         return cls(config, params, generation_config, forward=forward)
 
+    @property
+    def cache_layout(self) -> tuple[int, int, int]:
+        """(n_layer, heads, head_dim) of the KVCache this model reads and writes."""
+        c = self.config
+        return c.n_layer, c.n_head, c.head_dim
+
     def new_cache(self, batch_size: int, capacity: int) -> KVCache:
         """An empty KVCache for ``batch_size`` rows with room for ``capacity`` tokens (grows if exceeded)."""
-        c = self.config
-        return KVCache(c.n_layer, batch_size, c.n_head, c.head_dim, capacity)
+        return KVCache(self.cache_layout[0], batch_size, *self.cache_layout[1:], capacity)
 
     def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray | None = None,
                  position_ids: np.ndarray | None = None, past_key_values: KVCache | None = None,
@@ -144,35 +149,8 @@ class GPT2:
             CausalLMOutput(logits float32 (B, T or n, V), past_key_values = the cache, S + T tokens).
         """
         c = self.config
-        input_ids = _int_array("input_ids", input_ids, ndim=2)
-        B, T = input_ids.shape
-        if B < 1 or T < 1:
-            raise ValueError(f"`input_ids` must have shape (B, T) with B >= 1 and T >= 1, got {input_ids.shape}")
-        _check_range("input_ids", input_ids, 0, c.vocab_size)
-        past_key_values = self.new_cache(B, T) if past_key_values is None else past_key_values
-        _check_cache(past_key_values, B, c)
-        S = past_key_values.length
-        if S + T > c.n_positions:
-            raise ValueError(
-                f"cached + new tokens must be <= n_positions={c.n_positions}, got S={S} + T={T} = {S + T}"
-            )
-        if attention_mask is not None:
-            attention_mask = _int_array("attention_mask", attention_mask, ndim=2, allow_bool=True)
-            if attention_mask.shape != (B, S + T):
-                raise ValueError(
-                    f"`attention_mask` must have shape (B, S + T) = {(B, S + T)}, got {attention_mask.shape}"
-                )
-            _check_range("attention_mask", attention_mask, 0, 2)
-        if position_ids is None:
-            position_ids = default_position_ids(attention_mask, S, B, T)
-        else:
-            position_ids = _int_array("position_ids", position_ids, ndim=2)
-            if position_ids.shape != (B, T):
-                raise ValueError(f"`position_ids` must have shape (B, T) = {(B, T)}, got {position_ids.shape}")
-            _check_range("position_ids", position_ids, 0, c.n_positions)
-        if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, (int, np.integer)) \
-                or not 0 <= logits_to_keep <= T:
-            raise ValueError(f"`logits_to_keep` must be an integer in [0, T={T}], got {logits_to_keep!r}")
+        input_ids, attention_mask, position_ids, past_key_values, logits_to_keep = checked_call(
+            self, input_ids, attention_mask, position_ids, past_key_values, logits_to_keep)
         if output_hidden_states or output_attentions:  # the readable pass collects them layer by layer
             if self.forward != "plain":
                 raise ValueError("`output_hidden_states` / `output_attentions` need the plain forward pass: load "
@@ -180,26 +158,66 @@ class GPT2:
             hidden: list | None = [] if output_hidden_states else None
             attentions: list | None = [] if output_attentions else None
             logits = gpt2(input_ids, position_ids, self.params, c, past_key_values, attention_mask,
-                          int(logits_to_keep), hidden_states=hidden, attentions=attentions)
+                          logits_to_keep, hidden_states=hidden, attentions=attentions)
             return CausalLMOutput(logits=logits, past_key_values=past_key_values,
                                   hidden_states=None if hidden is None else tuple(hidden),
                                   attentions=None if attentions is None else tuple(attentions))
         forward = FORWARDS[self.forward]  # refdecode.model.gpt2.gpt2 or refdecode.model.fast.forward.gpt2_fast
-        logits = forward(input_ids, position_ids, self.params, c, past_key_values, attention_mask,
-                         int(logits_to_keep))
+        logits = forward(input_ids, position_ids, self.params, c, past_key_values, attention_mask, logits_to_keep)
         return CausalLMOutput(logits=logits, past_key_values=past_key_values)
 
 
-def _check_cache(cache: Any, batch_size: int, config: GPT2Config) -> None:
+def checked_call(model: Any, input_ids: Any, attention_mask: Any, position_ids: Any, past_key_values: Any,
+                 logits_to_keep: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, KVCache, int]:
+    """The checks at the door of every model's ``__call__`` (GPT-2's and Llama's): arguments -> validated arrays.
+
+    ``model`` supplies ``config.vocab_size``, ``config.n_positions`` (the longest sequence it runs on),
+    ``cache_layout`` (the (n_layer, heads, head_dim) its KVCache must have) and ``new_cache``. Returns int arrays
+    ``input_ids`` (B, T), ``attention_mask`` (B, S + T) or None, ``position_ids`` (B, T) (the defaults of
+    :func:`~refdecode.model.gpt2.default_position_ids` when None), the cache (a fresh one when None) and
+    ``logits_to_keep`` as an int; TypeError/ValueError naming the argument otherwise.
+    """
+    c = model.config
+    input_ids = _int_array("input_ids", input_ids, ndim=2)
+    B, T = input_ids.shape
+    if B < 1 or T < 1:
+        raise ValueError(f"`input_ids` must have shape (B, T) with B >= 1 and T >= 1, got {input_ids.shape}")
+    _check_range("input_ids", input_ids, 0, c.vocab_size)
+    past_key_values = model.new_cache(B, T) if past_key_values is None else past_key_values
+    _check_cache(past_key_values, B, model.cache_layout)
+    S = past_key_values.length
+    if S + T > c.n_positions:
+        raise ValueError(f"cached + new tokens must be <= n_positions={c.n_positions}"
+                         f"{getattr(c, 'n_positions_reason', '')}, got S={S} + T={T} = {S + T}")
+    if attention_mask is not None:
+        attention_mask = _int_array("attention_mask", attention_mask, ndim=2, allow_bool=True)
+        if attention_mask.shape != (B, S + T):
+            raise ValueError(
+                f"`attention_mask` must have shape (B, S + T) = {(B, S + T)}, got {attention_mask.shape}"
+            )
+        _check_range("attention_mask", attention_mask, 0, 2)
+    if position_ids is None:
+        position_ids = default_position_ids(attention_mask, S, B, T)
+    else:
+        position_ids = _int_array("position_ids", position_ids, ndim=2)
+        if position_ids.shape != (B, T):
+            raise ValueError(f"`position_ids` must have shape (B, T) = {(B, T)}, got {position_ids.shape}")
+        _check_range("position_ids", position_ids, 0, c.n_positions)
+    if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, (int, np.integer)) \
+            or not 0 <= logits_to_keep <= T:
+        raise ValueError(f"`logits_to_keep` must be an integer in [0, T={T}], got {logits_to_keep!r}")
+    return input_ids, attention_mask, position_ids, past_key_values, int(logits_to_keep)
+
+
+def _check_cache(cache: Any, batch_size: int, layout: tuple[int, int, int]) -> None:
     """TypeError/ValueError naming ``past_key_values`` unless it is a KVCache shaped for this model and batch."""
     if not isinstance(cache, KVCache):
         raise TypeError(f"`past_key_values` must be a KVCache or None, got {type(cache).__name__}")
-    c = config
-    if (cache.batch_size, cache.n_layer, cache.n_head, cache.head_dim) != (batch_size, c.n_layer, c.n_head,
-                                                                           c.head_dim):
+    n_layer, n_head, head_dim = layout
+    if (cache.batch_size, cache.n_layer, cache.n_head, cache.head_dim) != (batch_size, n_layer, n_head, head_dim):
         raise ValueError(
-            f"`past_key_values` must hold batch_size={batch_size}, n_layer={c.n_layer}, n_head={c.n_head}, "
-            f"head_dim={c.head_dim}; got {cache!r}"
+            f"`past_key_values` must hold batch_size={batch_size}, n_layer={n_layer}, n_head={n_head}, "
+            f"head_dim={head_dim}; got {cache!r}"
         )
 
 

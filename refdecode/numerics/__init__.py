@@ -15,14 +15,14 @@
 Nothing here imports the rest of the package. Docs: docs/last-bit.md.
 """
 
-from .plain import ACT2FN, gelu, gelu_new, log_softmax, relu, softmax
+from .plain import ACT2FN, gelu, gelu_new, log_softmax, relu, silu, softmax
 from .torch_cpu import on_finite_support, torch_cumsum, torch_log_softmax, torch_scatter, torch_softmax, torch_sort
 from .torch_reduce import categorical_entropy, torch_logsumexp, torch_nansum, torch_sum, vml_exp, vml_log, vml_sqrt
 from .introsort import torch_cpu_sort_order, torch_order_at_cut
 from .ggml import ggml_gelu_fp16
 
 __all__ = [
-    "softmax", "log_softmax", "gelu_new", "gelu", "relu", "ACT2FN",
+    "softmax", "log_softmax", "gelu_new", "gelu", "relu", "silu", "ACT2FN",
     "torch_softmax", "torch_log_softmax", "torch_cumsum", "torch_sort", "torch_scatter", "on_finite_support",
     "torch_sum", "torch_nansum", "torch_logsumexp", "categorical_entropy", "vml_exp", "vml_log", "vml_sqrt",
     "torch_cpu_sort_order", "torch_order_at_cut", "ggml_gelu_fp16",

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-__all__ = ["softmax", "log_softmax", "gelu_new", "gelu", "relu", "ACT2FN"]
+__all__ = ["softmax", "log_softmax", "gelu_new", "gelu", "relu", "silu", "ACT2FN"]
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -80,6 +80,16 @@ def gelu(x: np.ndarray) -> np.ndarray:
 def relu(x: np.ndarray) -> np.ndarray:
     """ReLU: max(x, 0)."""
     return np.maximum(x, 0.0).astype(x.dtype, copy=False)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    r"""SiLU (swish), the gate of Llama's MLP (``torch.nn.functional.silu``): :math:`x \cdot \sigma(x) = x / (1 + e^{-x})`.
+
+    >>> silu(np.array([0.0, 1.0], dtype=np.float32))
+    array([0.       , 0.7310586], dtype=float32)
+    """
+    with np.errstate(over="ignore"):  # e^{-x} overflows to inf for x < -88: x / inf = -0.0, as torch
+        return x / (1.0 + np.exp(-x))
 
 
 #: The activations a GPT-2 ``config.json`` may name, as in transformers' ``ACT2FN``.

@@ -488,3 +488,24 @@ def test_speculative_sampling_with_transformers_argument_order():
     new_logits = np.stack([sure(1), sure(4), sure(8), sure(2)])[None]       # (1, 4, V)
     tokens, n = _speculative_sampling(candidate_input_ids, candidate_logits, 3, new_logits, False, 5)
     assert tokens.tolist() == [[1, 4, 8]] and n.item() == 2
+
+
+@pytest.mark.parametrize("assistant", ["itself", "other"])
+def test_assisted_and_prompt_lookup_greedy_equal_greedy_on_each_family(family_model, assistant):
+    """GPT-2 and Llama: a draft verified in one forward pass (c + 1 positions, the cache cropped after a rejection)
+    gives greedy's tokens and scores. The Llama's other assistant is a Mistral (same vocabulary, its own cache)."""
+    from conftest import GOLDEN
+    from refdecode import from_pretrained
+
+    model = family_model
+    other = GOLDEN / "models" / ("mistral-window" if getattr(model.config, "model_type", "gpt2") == "llama" else "decode-a")
+    draft = with_draft_length(from_pretrained(other), 4, "heuristic")
+    ids = np.array([[5, 17, 9, 30, 21, 5, 17]])
+    kw = dict(max_new_tokens=10, return_dict_in_generate=True, output_scores=True, eos_token_id=-1)
+    plain = generate(model, ids, **kw)
+    assert min_gap(plain.scores) > 1e-4
+    out = generate(model, ids, assistant_model=draft if assistant == "other" else model, **kw)
+    np.testing.assert_array_equal(out.sequences, plain.sequences)
+    np.testing.assert_allclose(np.stack(out.scores), np.stack(plain.scores), atol=1e-4, rtol=0)
+    lookup = generate(model, ids, prompt_lookup_num_tokens=3, **kw)
+    np.testing.assert_array_equal(lookup.sequences, plain.sequences)

@@ -78,9 +78,9 @@ def test_without_length_criterion_stops_at_n_positions():
     assert out.shape == (1, 6)
 
 
-def test_cached_equals_uncached_on_a_real_model():
-    """The loop's KV cache (prefill + one token per step) gives the tokens of recomputing the prefix."""
-    model = GPT2.from_pretrained(GOLDEN / "models" / "decode-a")
+def test_cached_equals_uncached_on_a_real_model(family_model):
+    """The loop's KV cache (prefill + one token per step) gives the tokens of recomputing the prefix (GPT-2, Llama)."""
+    model = family_model
     ids = np.array([[0, 0, 5, 7], [3, 9, 11, 2]])
     mask = np.array([[0, 0, 1, 1], [1, 1, 1, 1]])
     ours = greedy_search(model, ids, attention_mask=mask, stopping_criteria=[MaxLengthCriteria(10)],

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import MODELS
 
-from refdecode import GPT2, generate, set_seed
+from refdecode import from_pretrained, generate, set_seed
 
 
-@pytest.fixture(scope="module")
-def model():
-    return GPT2.from_pretrained(MODELS / "gpt2-tiny")
+@pytest.fixture(scope="module", params=["gpt2-tiny", "llama-tiny"])
+def model(request):
+    return from_pretrained(MODELS / request.param)
 
 
 def test_set_seed_makes_unseeded_sampling_repeat_and_calls_continue_one_stream(model):

@@ -250,3 +250,20 @@ def test_eos_token_criteria_takes_any_sequence_of_ids_as_transformers_does():
     for bad in ([], [-1], "x", None):
         with pytest.raises(ValueError, match="`eos_token_id` has to be"):
             EosTokenCriteria(bad)
+
+
+@pytest.mark.parametrize("name", ["gpt2-tiny", "llama-tiny"])
+def test_stop_strings_stop_right_after_the_token_that_completes_them_on_each_family(name):
+    """On a GPT-2 and a Llama checkpoint with their tokenizer: the output is greedy's, cut after the first token whose
+    text completes the stop string (4.41's rule, tests above), and only then."""
+    from refdecode import from_pretrained
+
+    model, tok = from_pretrained(MODELS / name), Tokenizer(MODELS / name)
+    ids = tok.encode("Hello world, this is")[None, :]
+    plain = generate(model, ids, max_new_tokens=10, eos_token_id=-1)
+    new = plain[0, ids.shape[1]:]
+    stop = tok.decode(new[2:4])
+    out = generate(model, ids, max_new_tokens=10, eos_token_id=-1, stop_strings=[stop], tokenizer=tok)[0]
+    cut = out[ids.shape[1]:]
+    assert np.array_equal(cut, new[: len(cut)]) and len(cut) < len(new)
+    assert stop in tok.decode(cut) and stop not in tok.decode(cut[:-1])

@@ -79,9 +79,10 @@ def test_explain_shows_one_column_per_processor_and_warper():
     assert re.search(r"\s0\.0000$", out, flags=re.M) and "chosen: row 0:" in out and "stopped after step 1: MaxLengthCriteria" in out
 
 
-def test_the_explain_command_runs_on_the_shipped_model(tmp_path, capsys):
+@pytest.mark.parametrize("model", ["tiny-shakespeare", "llama-tiny"])
+def test_the_explain_command_runs_on_the_shipped_model(tmp_path, capsys, model):
     path = tmp_path / "t.json"
-    assert main(["ROMEO:", "--model", str(MODELS / "tiny-shakespeare"), "--num-beams", "3", "--max-new-tokens", "2",
+    assert main(["ROMEO:", "--model", str(MODELS / model), "--num-beams", "3", "--max-new-tokens", "2",
                  "--top", "3", "--trace", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("beam_search: max_length=") and "step 1 (cur_len" in out and "candidates of prompt 0" in out
@@ -93,11 +94,12 @@ def test_the_explain_command_runs_on_the_shipped_model(tmp_path, capsys):
     assert "refdecode explain: error: the prompt is empty" in capsys.readouterr().err
 
 
-def test_the_generation_command_writes_a_trace_that_diff_accepts(tmp_path, capsys):
+@pytest.mark.parametrize("model", ["tiny-shakespeare", "llama-tiny"])
+def test_the_generation_command_writes_a_trace_that_diff_accepts(tmp_path, capsys, model):
     from refdecode import cli
 
     path = tmp_path / "trace.json"
-    assert cli.main(["ROMEO:", "--model", str(MODELS / "tiny-shakespeare"), "--max-new-tokens", "3",
+    assert cli.main(["ROMEO:", "--model", str(MODELS / model), "--max-new-tokens", "3",
                      "--trace", str(path)]) == 0
     assert capsys.readouterr().out.startswith("ROMEO:")
     assert cli.main(["diff", str(path), str(path)]) == 0

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import MODELS
 
-from refdecode import GPT2, Tokenizer, generate
+from refdecode import GPT2, Tokenizer, from_pretrained, generate
 from refdecode.model.stand_ins import TableModel
 from refdecode.recorder import NO_TRACE, Recorder
 from refdecode.reference.trace import TRACE_SCHEMA, TraceRecorder, replay, summarize_rows
@@ -236,10 +236,11 @@ def test_constrained_beam_search_is_traced_with_every_tokens_total():
     assert len(trace["steps"]) == out.shape[1] - 2
 
 
-def test_contrastive_search_is_traced_with_its_ranking():
+@pytest.mark.parametrize("name", ["gpt2-tiny", "llama-tiny"])
+def test_contrastive_search_is_traced_with_its_ranking(name):
     """Each step records the k candidates of every row and their contrastive scores; the token appended is the
     candidate with the best score (the first among equal), and the final sequences are the output."""
-    model = GPT2.from_pretrained(MODELS / "gpt2-tiny")
+    model = from_pretrained(MODELS / name)
     recorder = TraceRecorder()
     out = generate(model, np.array([[15496, 11, 616]]), max_new_tokens=5, penalty_alpha=0.6, top_k=4,
                    trace=recorder)

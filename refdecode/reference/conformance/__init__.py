@@ -15,7 +15,7 @@ builders), ``export.py``, ``serve.py``, ``check.py``, ``compare.py`` (the verdic
 
 from . import cases_processors, cases_processors_more, cases_beam, cases_decode  # noqa: F401  (they register the case types)
 from . import cases_stopping, cases_constrained, cases_contrastive, cases_speculative, cases_forward, cases_ties  # noqa: F401
-from . import cases_engines, cases_textbook  # noqa: F401
+from . import cases_engines, cases_textbook, cases_llama  # noqa: F401
 from .registry import REGISTRY, CaseType, register
 
 __all__ = ["REGISTRY", "CaseType", "register"]

@@ -39,7 +39,8 @@ from ...generation_rules import eos_list
 from ...recorder import Recorder
 
 __all__ = ["decode", "run_decode", "build_toy_cases", "full_config", "UniformStream", "CONFIG", "GOLDEN_MODELS",
-           "describe", "row_gap", "smallest", "toy_prompt", "golden_cases", "compare_decode_case", "model_for"]
+           "describe", "row_gap", "smallest", "toy_prompt", "golden_cases", "compare_decode_case", "model_for",
+           "register_decode"]
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden"
@@ -145,15 +146,15 @@ class DecisionRecorder(Recorder):
 
 
 @functools.lru_cache(maxsize=8)
-def _gpt2(path: str) -> Any:
-    return rd.GPT2.from_pretrained(path)
+def _checkpoint(path: str) -> Any:
+    return rd.from_pretrained(path)  # GPT-2 or a Llama, by its config.json's model_type
 
 
 def model_for(spec: dict, config: dict) -> Any:
-    """The case's model: a ToyModel from its tables, or the GPT-2 checkpoint at its path (loaded once)."""
+    """The case's model: a ToyModel from its tables, or the checkpoint at its path (kind gpt2 or llama; loaded once)."""
     if spec["kind"] == "toy":
         return ToyModel(spec["bigram"], spec["mix"], n_positions=256, eos_token_id=config["eos_token_id"][0])
-    return _gpt2(str(spec["path"]))
+    return _checkpoint(str(spec["path"]))
 
 
 _RESULTS: dict[int, tuple] = {}  # id(input) -> (input, result): builder, run and margins ask for the same input
@@ -382,7 +383,8 @@ _SUMMARIES = {
 }
 
 
-def _register(name: str, mode: str, model_kind, groups: tuple[str, ...], build) -> None:
+def register_decode(name: str, mode: str, model_kind, groups: tuple[str, ...], build) -> None:
+    """Register a decode case type of ``mode`` (greedy, sample, beam_search, beam_sample, group_beam_search)."""
     sample = mode in ("sample", "beam_sample")
     beams = mode != "greedy" and mode != "sample"
     register(CaseType(
@@ -401,15 +403,15 @@ def compare_decode_case(case: dict, output: Any) -> tuple[str, str]:
 
 for _mode, _count, _seed in [("greedy", 60, 301), ("sample", 60, 302), ("beam_search", 90, 303),
                              ("beam_sample", 40, 304), ("group_beam_search", 50, 305)]:
-    _register(_mode, _mode, TOY, ("toy",), functools.partial(build_toy_cases, _mode, _count, _seed))
+    register_decode(_mode, _mode, TOY, ("toy",), functools.partial(build_toy_cases, _mode, _count, _seed))
 
-_register("gpt2_greedy", "greedy", GPT2_MODEL, ("gpt2",),
+register_decode("gpt2_greedy", "greedy", GPT2_MODEL, ("gpt2",),
           functools.partial(golden_cases, "decode_search.npz", ("greedy_search",), False))
-_register("gpt2_beam_search", "beam_search", GPT2_MODEL, ("gpt2",),
+register_decode("gpt2_beam_search", "beam_search", GPT2_MODEL, ("gpt2",),
           functools.partial(golden_cases, "decode_search.npz", ("beam_search",), False))
-_register("gpt2_group_beam_search", "group_beam_search", GPT2_MODEL, ("gpt2",),
+register_decode("gpt2_group_beam_search", "group_beam_search", GPT2_MODEL, ("gpt2",),
           functools.partial(golden_cases, "decode_search.npz", ("group_beam_search",), False))
-_register("gpt2_sample", "sample", GPT2_MODEL, ("gpt2",),
+register_decode("gpt2_sample", "sample", GPT2_MODEL, ("gpt2",),
           functools.partial(golden_cases, "decode_sampling.npz", ("sample",), True))
-_register("gpt2_beam_sample", "beam_sample", GPT2_MODEL, ("gpt2",),
+register_decode("gpt2_beam_sample", "beam_sample", GPT2_MODEL, ("gpt2",),
           functools.partial(golden_cases, "decode_sampling.npz", ("beam_sample",), True))

@@ -83,8 +83,9 @@ def _store_arrays(values: dict, root: Path, stem: str, written: list[str]) -> di
 
 
 def _copy_model(model: dict, root: Path, written: list[str]) -> dict:
-    """A GPT-2 model input {"kind": "gpt2", "path": source dir} -> copied to DIR/models/<name>, path made relative."""
-    if not isinstance(model, dict) or model.get("kind") != "gpt2":
+    """A checkpoint input {"kind": "gpt2" or "llama", "path": source dir} -> copied to DIR/models/<name> (config.json
+    and the weights: model.safetensors, or a sharded checkpoint's index and shards), path made relative."""
+    if not isinstance(model, dict) or model.get("kind") not in ("gpt2", "llama"):
         return model
     source = Path(model["path"])
     target = root / "models" / source.name
@@ -92,7 +93,10 @@ def _copy_model(model: dict, root: Path, written: list[str]) -> dict:
         raise ValueError(f"refusing to use {target}: an earlier export did not write it")
     if not target.exists():
         target.mkdir(parents=True)
-        for name in ("config.json", "model.safetensors"):
+        index = source / "model.safetensors.index.json"
+        weights = (["model.safetensors.index.json"] + sorted(set(json.loads(index.read_text())["weight_map"].values()))
+                   if index.is_file() else ["model.safetensors"])
+        for name in ["config.json"] + weights:
             shutil.copyfile(source / name, target / name)
             written.append(f"models/{source.name}/{name}")
     return {**model, "path": f"models/{source.name}"}

@@ -92,3 +92,21 @@ def test_beam_sample_reproducible_with_seed():
     a = beam_sample(MODEL, np.array([[1]] * 3), BeamSearchScorer(1, 3), max_length=6, seed=5)
     b = beam_sample(MODEL, np.array([[1]] * 3), BeamSearchScorer(1, 3), max_length=6, seed=5)
     np.testing.assert_array_equal(a, b)
+
+
+def test_beam_scores_are_the_log_probabilities_a_full_pass_gives(family_model):
+    """On a real model of each family (GPT-2, Llama with GQA): with length_penalty 0 and no eos, the best beam's
+    score is the sum of its tokens' log-probabilities, recomputed here without a cache. A KV cache reordered wrongly
+    after a beam step (the wrong rows of keys/values) breaks the equality."""
+    from refdecode.generate import generate
+    from refdecode.numerics import log_softmax
+
+    model = family_model
+    ids = np.array([[5, 17, 9, 30]])
+    out = generate(model, ids, num_beams=3, length_penalty=0.0, max_new_tokens=6, eos_token_id=-1,
+                   return_dict_in_generate=True, output_scores=True)
+    seq = out.sequences[:1]
+    logp = log_softmax(model(seq).logits[0, 3:-1], axis=-1)                       # (6, V): positions predicting
+    total = float(logp[np.arange(6), seq[0, 4:]].sum())
+    assert out.sequences_scores[0] == pytest.approx(total, abs=1e-4)
+    assert out.sequences.dtype == np.int64 and out.sequences_scores.dtype == np.float32

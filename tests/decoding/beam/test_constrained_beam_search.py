@@ -138,3 +138,12 @@ def test_no_guarantee_that_the_phrase_is_in_the_output():
         rows = arrays[f"{case['id']}/sequences"].tolist()
         lacking += any(not all(_contains(row, p) for p in phrases) for row in rows)
     assert lacking == 17
+
+
+def test_phrases_already_in_the_prompt_make_it_plain_beam_search_on_a_real_model(family_model):
+    """The same equality on a GPT-2 and on a Llama."""
+    prompt = np.array([[5, 17, 9, 30]])
+    kw = dict(num_beams=3, max_new_tokens=5, return_dict_in_generate=True, output_scores=True)
+    forced, plain = generate(family_model, prompt, force_words_ids=[[17, 9], [5]], **kw), generate(family_model, prompt, **kw)
+    assert np.array_equal(forced.sequences, plain.sequences)
+    assert np.allclose(forced.sequences_scores, plain.sequences_scores)

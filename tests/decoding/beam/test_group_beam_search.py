@@ -97,3 +97,17 @@ def test_scorer_gets_group_major_history_with_group_0_already_extended():
     group_beam_search(MODEL, np.array([[1]] * 4), Recording(1, 4, num_beam_groups=2), max_length=3,
                       output_scores=True, return_dict_in_generate=True)
     assert seen == [(0, [0, 0, 0, 0]), (1, [1, 1, 0, 0]), (0, [1, 1, 1, 1]), (1, [2, 2, 1, 1])]
+
+
+def test_one_group_equals_beam_search_on_a_real_model(family_model):
+    """The same equality on a GPT-2 and on a Llama (GQA: the cache holds key/value heads only)."""
+    model = family_model
+    ids = np.repeat(np.array([[5, 17, 9], [40, 2, 33]]), 3, axis=0)
+    kw = dict(max_length=10, eos_token_id=model.generation_config.eos_token_id, pad_token_id=0, output_scores=True,
+              return_dict_in_generate=True)
+
+    def scorer():
+        return BeamSearchScorer(2, 3, num_beam_hyps_to_keep=2, max_length=10)
+    a, b = group_beam_search(model, ids, scorer(), **kw), beam_search(model, ids, scorer(), **kw)
+    np.testing.assert_array_equal(a.sequences, b.sequences)
+    np.testing.assert_array_equal(a.sequences_scores, b.sequences_scores)
