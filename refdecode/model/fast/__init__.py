@@ -8,7 +8,9 @@ Opt-in: ``GPT2.from_pretrained(path, forward="fast")`` (:mod:`refdecode.model.mo
 
 - ``forward.py``: the forward pass (blocked causal attention, in-place kernels, few-row products);
 - ``products.py``: the weight products of 1-16 rows, each way chosen by a short measurement on the machine at hand;
-- ``layout.py``: the weight layout (row- or column-major per shape, as measured) those products read fastest.
+- ``layout.py``: the weight layout (row- or column-major per shape, as measured) those products read fastest;
+- ``llama.py``: the Llama family's forward pass on the same products (``Llama.from_pretrained(path, forward="fast")``),
+  q/k/v and gate/up fused, grouped-query attention without repeating the cache.
 
 Why it is opt-in, with the figures: docs/gpt2.md and benchmarks/README.md.
 """
