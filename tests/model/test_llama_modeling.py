@@ -87,3 +87,17 @@ def test_nonfinite_weights_named_when_memory_mapped(tmp_path):
     assert model.nonfinite_weights() == []
     with pytest.raises(FileNotFoundError, match="model directory not found"):
         Llama.from_pretrained(tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_llama_tiny_is_what_its_script_writes(tmp_path):
+    """models/llama-tiny is reproducible: tools/make_llama_tiny.py writes the same bytes (NumPy only, fixed seed)."""
+    import subprocess
+    import sys
+
+    root = MODELS.parent
+    subprocess.run([sys.executable, str(root / "tools" / "make_llama_tiny.py"), "--out", str(tmp_path)], check=True,
+                   capture_output=True)
+    for name in ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json"):
+        assert (tmp_path / name).read_bytes() == (TINY / name).read_bytes(), name
+    assert (TINY / "model.safetensors").stat().st_size < 5_000_000
