@@ -36,8 +36,8 @@ def load_params_measured(path: str | Path, config: GPT2Config) -> dict[str, Any]
 
     The weight W of a product ``x @ W`` is the Conv1D weight as stored (E_in, E_out) and, for the LM head, ``wte.T``
     (E, V): a row-major W keeps a Conv1D weight as in the file and stores ``wte`` column-major, a column-major W
-    the reverse. GPT-2 124M on AVX2 (AMD EPYC): row-major for all but the MLP's c_proj (3072 -> 768); on AVX-512
-    column-major throughout (the layout of :func:`load_params_column_major`).
+    the reverse. GPT-2 124M on AVX2 (AMD EPYC): row-major for all but the MLP's c_proj (3072 -> 768); on the AVX-512
+    VMs the column-major layout of :func:`load_params_column_major` had measured fastest for one row.
     """
     tensors = checked_tensors(path, config)
     out = {}
