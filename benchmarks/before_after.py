@@ -50,11 +50,14 @@ def main(args: argparse.Namespace) -> None:
         order = list(trees) if r % 2 == 0 else list(trees)[::-1]
         for mode in modes:
             for tree in order:
-                seconds[mode, tree].append(workers[tree, "copy" if mode in COPY_MODES else "random"].ask(mode)["seconds"])
+                answer = workers[tree, "copy" if mode in COPY_MODES else "random"].ask(mode)
+                seconds[mode, tree].append(answer["cpu_seconds" if args.cpu else "seconds"])
     for w in workers.values():
         w.close()
     print(f"{time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores, {args.threads} threads, {args.rounds} "
-          f"alternating rounds; before = {trees['before']}, after = {trees['after']}; forward='fast'\n")
+          f"alternating rounds; before = {trees['before']}, after = {trees['after']}; forward='fast'; "
+          f"{'CPU time (--cpu)' if args.cpu else 'wall time'}; load average "
+          f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} at the end\n")
     print("| mode | before tok/s | after tok/s | after / before | per round (min-max) | same tokens |")
     print("|---|---:|---:|---:|---:|---|")
     for mode in modes:
@@ -71,4 +74,5 @@ if __name__ == "__main__":
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--cpu", action="store_true", help="time each run by its process's CPU time (a shared machine)")
     main(ap.parse_args())

@@ -124,40 +124,41 @@ def worker_refdecode(forward: str, checkpoint: Path) -> None:
 
     class Counting:  # the model, counting and timing forward passes (prompt lookup: one per round)
         def __init__(self, model):
-            self.model, self.seconds = model, []
+            self.model, self.seconds, self.cpu_seconds = model, [], []
 
         def __getattr__(self, name):
             return getattr(self.model, name)
 
         def __call__(self, *args, **kwargs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             out = self.model(*args, **kwargs)
             self.seconds.append(time.perf_counter() - t0)
+            self.cpu_seconds.append(time.process_time() - c0)
             return out
 
     def run(mode: str) -> dict:
         prompt = _prompt(mode, model.config.vocab_size)
         counting = Counting(model)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = generate(counting, prompt, attention_mask=np.ones_like(prompt), seed=0, **_gen_kwargs(mode))
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         # calls after the first (the prefill; prompt lookup's first call also verifies its first drafts)
-        later = sorted(counting.seconds[1:]) or [0.0]
-        return dict(seconds=dt, tokens=out[0, prompt.shape[1]:].tolist(), calls=len(counting.seconds),
-                    later_call_ms=1e3 * later[len(later) // 2])
+        later, later_cpu = sorted(counting.seconds[1:]) or [0.0], sorted(counting.cpu_seconds[1:]) or [0.0]
+        return dict(seconds=dt, cpu_seconds=cpu, tokens=out[0, prompt.shape[1]:].tolist(), calls=len(counting.seconds),
+                    later_call_ms=1e3 * later[len(later) // 2], later_call_cpu_ms=1e3 * later_cpu[len(later_cpu) // 2])
 
     def gemv() -> dict:
         rng = np.random.default_rng(0)
         # 240 MB, far larger than any cache; not a power of two (8192 x 8192 runs ~2x slower: cache aliasing)
         w = rng.standard_normal((6000, 10000), dtype=np.float32)
         x, y = rng.standard_normal(6000, dtype=np.float32), rng.standard_normal(10000, dtype=np.float32)
-        best = float("inf")
+        best = best_cpu = float("inf")
         for f in (lambda: x[None] @ w, lambda: w @ y):  # the model's (1, E) @ (E, E_out), and W @ y
             for _ in range(10):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 f()
-                best = min(best, time.perf_counter() - t0)
-        return dict(bytes_per_s=w.nbytes / best)
+                best, best_cpu = min(best, time.perf_counter() - t0), min(best_cpu, time.process_time() - c0)
+        return dict(bytes_per_s=w.nbytes / best, bytes_per_cpu_s=w.nbytes / best_cpu)
 
     def step_bytes() -> dict:
         p = model.params
@@ -182,12 +183,12 @@ def worker_transformers(threads: int, checkpoint: Path) -> None:
     def run(mode: str) -> dict:
         prompt = torch.from_numpy(_prompt(mode, model.config.vocab_size))
         torch.manual_seed(0)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with torch.inference_mode():
             out = model.generate(prompt, attention_mask=torch.ones_like(prompt), pad_token_id=model.config.eos_token_id,
                                  **_gen_kwargs(mode))
-        dt = time.perf_counter() - t0
-        return dict(seconds=dt, tokens=out[0, prompt.shape[1]:].tolist())
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+        return dict(seconds=dt, cpu_seconds=cpu, tokens=out[0, prompt.shape[1]:].tolist())
 
     _serve(load, run, {}, f"torch {torch.__version__}, transformers {transformers.__version__}, "
                           f"attn {model.config._attn_implementation}")
@@ -281,13 +282,13 @@ def main(args: argparse.Namespace) -> None:
             tokens[mode, lib] = answer["tokens"]
             if lib == "refdecode":
                 calls[mode] = answer["calls"]
-                call_ms[mode] = answer["later_call_ms"]
+                call_ms[mode] = answer["later_call_cpu_ms" if args.cpu else "later_call_ms"]
     for r in range(args.rounds):
         order = libs if r % 2 == 0 else libs[::-1]
         for mode in modes:
             for lib in order:
-                seconds[mode, lib].append(ask(mode, lib)["seconds"])
-        bandwidth.append(workers[first, "refdecode"].ask("gemv")["bytes_per_s"])
+                seconds[mode, lib].append(ask(mode, lib)["cpu_seconds" if args.cpu else "seconds"])
+        bandwidth.append(workers[first, "refdecode"].ask("gemv")["bytes_per_cpu_s" if args.cpu else "bytes_per_s"])
     step_bytes = workers[first, "refdecode"].ask("step_bytes")["bytes"]
     rss = {lib: workers[first, lib].ask("rss")["rss_mb"] for lib in libs}
     hello = {lib: workers[first, lib].hello for lib in libs}
@@ -302,6 +303,8 @@ def main(args: argparse.Namespace) -> None:
 
     print(f"{time.strftime('%Y-%m-%d %H:%M')} | {platform.machine()}, {os.cpu_count()} cores, {args.threads} threads | "
           f"{hello['refdecode']['versions']} | {hello['transformers']['versions']}")
+    print(f"{'CPU time of each process (--cpu)' if args.cpu else 'wall time'}, load average "
+          f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} at the end")
     print(f"batch 1, prompt {PROMPT_LEN}, exactly {NEW_TOKENS} new tokens; median of {args.rounds} alternating "
           f"rounds (prefill: {PREFILL_LEN}-token prompt, tokens/s = {PREFILL_LEN} / time to first token; "
           f"{', '.join(COPY_MODES)}: {COPY_NEW_TOKENS} new tokens after the copy prompt, on {copy_checkpoint.name})\n")
@@ -353,6 +356,9 @@ if __name__ == "__main__":
     ap.add_argument("--copy-checkpoint", default=str(COPY_CHECKPOINT),
                     help="checkpoint of greedy_copy and lookup_copy (default: the copying GPT-2-124M-shaped one of "
                          "make_copy_checkpoint.py, created on first use; a trained GPT-2 directory works too)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time each run (and the gemv of the bound) by its process's CPU time instead of wall time: "
+                         "steadier on a shared machine (use with --threads 1)")
     ap.add_argument("--worker", choices=("refdecode", "transformers"), help=argparse.SUPPRESS)
     ap.add_argument("--checkpoint", default=str(CHECKPOINT), help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -12,7 +12,8 @@ runs :func:`refdecode.model.llama.llama`::
 
 and it answers what the loops ask of every model: ``config.vocab_size``, ``config.n_positions``,
 ``generation_config``, ``new_cache``, ``nonfinite_weights``, hidden states and attentions on request.
-There is one forward pass (no ``forward="fast"`` yet).
+``Llama.from_pretrained(path, forward="fast")`` runs :func:`refdecode.model.fast.llama.llama_fast` instead (the same math
+with the measured few-row products of :mod:`refdecode.model.fast.products`), as GPT2's ``forward="fast"``.
 """
 
 from __future__ import annotations
@@ -24,13 +25,17 @@ import numpy as np
 
 from .checkpoint import nonfinite_tensors
 from .kv_cache import KVCache
+from .fast.llama import llama_fast, load_llama_params_measured
 from .llama import llama
 from .llama_checkpoint import load_llama_params
 from .llama_config import LlamaConfig
 from .modeling import CausalLMOutput, checked_call
 from ..generation_config import GenerationConfig
 
-__all__ = ["Llama"]
+__all__ = ["Llama", "LLAMA_FORWARDS"]
+
+#: The forward passes a Llama can run, by the name given as ``forward=``.
+LLAMA_FORWARDS = {"plain": llama, "fast": llama_fast}
 
 
 class Llama:
@@ -46,10 +51,11 @@ class Llama:
     ((1, 1, 50257), True)
     """
 
-    forward = "plain"  # the name of the forward pass __call__ runs (GPT2 has a "fast" one too)
-
     def __init__(self, config: LlamaConfig, params: dict[str, Any],
-                 generation_config: GenerationConfig | None = None) -> None:
+                 generation_config: GenerationConfig | None = None, forward: str = "plain") -> None:
+        if forward not in LLAMA_FORWARDS:
+            raise ValueError(f"`forward` has to be one of {sorted(LLAMA_FORWARDS)}, but is {forward!r}")
+        self.forward = forward  # the name of the forward pass __call__ runs (LLAMA_FORWARDS)
         self.config = config
         self.params = params
         # generate()'s defaults, as transformers' ``model.generation_config``: the checkpoint's
@@ -58,11 +64,15 @@ class Llama:
                                   else GenerationConfig.from_model_config(config))
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, mmap: bool = False) -> Llama:
+    def from_pretrained(cls, path: str | Path, mmap: bool = False, forward: str = "plain") -> Llama:
         """Load a model directory (local files only; nothing is downloaded); every tensor checked before any is kept.
 
         ``mmap``: as :meth:`refdecode.model.modeling.GPT2.from_pretrained` (views of the memory-mapped files).
+        ``forward="fast"``: the fast pass, on weights fused and stored in the measured order
+        (:func:`refdecode.model.fast.llama.load_llama_params_measured`; read into memory, whatever ``mmap``).
         """
+        if forward not in LLAMA_FORWARDS:
+            raise ValueError(f"`forward` has to be one of {sorted(LLAMA_FORWARDS)}, but is {forward!r}")
         path = Path(path)
         if not path.is_dir():
             raise FileNotFoundError(f"model directory not found: {path}")
@@ -70,6 +80,8 @@ class Llama:
         gen_path = path / "generation_config.json"
         present = gen_path.exists() or gen_path.is_symlink()  # a dangling symlink is reported, not skipped
         generation_config = GenerationConfig.from_json_file(gen_path) if present else None
+        if forward == "fast":
+            return cls(config, load_llama_params_measured(path, config), generation_config, forward=forward)
         return cls(config, load_llama_params(path, config, mmap=mmap), generation_config)
 
     def nonfinite_weights(self) -> list[str]:
@@ -99,6 +111,12 @@ class Llama:
         """
         input_ids, attention_mask, position_ids, cache, keep = checked_call(
             self, input_ids, attention_mask, position_ids, past_key_values, logits_to_keep)
+        if self.forward != "plain":
+            if output_hidden_states or output_attentions:
+                raise ValueError("`output_hidden_states` / `output_attentions` need the plain forward pass: load the "
+                                 f"model with forward='plain' (it has forward={self.forward!r})")
+            logits = llama_fast(input_ids, position_ids, self.params, self.config, cache, attention_mask, keep)
+            return CausalLMOutput(logits=logits, past_key_values=cache)
         hidden: list | None = [] if output_hidden_states else None
         attentions: list | None = [] if output_attentions else None
         logits = llama(input_ids, position_ids, self.params, self.config, cache, attention_mask, keep,

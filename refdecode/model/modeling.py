@@ -29,7 +29,7 @@ import numpy as np
 
 from .checkpoint import load_params, nonfinite_tensors
 from .config import GPT2Config
-from .fast import gpt2_fast, load_params_column_major
+from .fast import gpt2_fast, load_params_measured
 from ..generation_config import GenerationConfig
 from .gpt2 import default_position_ids, gpt2
 from .kv_cache import KVCache
@@ -101,8 +101,8 @@ class GPT2:
 
         ``mmap``: read the weights into memory (False, faster decoding) or use read-only views of the
         memory-mapped file (True: instant loading, pages shared between processes). See
-        :mod:`refdecode.model.checkpoint`. ``forward="fast"`` reads the 2-D weights column-major (unless
-        memory-mapped), the layout the fast forward pass multiplies fastest (:mod:`refdecode.model.fast.layout`).
+        :mod:`refdecode.model.checkpoint`. ``forward="fast"`` stores each 2-D weight row- or column-major (unless
+        memory-mapped), as a short calibration finds it multiplied fastest here (:mod:`refdecode.model.fast.layout`).
         """
         if forward not in FORWARDS:
             raise ValueError(f"`forward` has to be one of {sorted(FORWARDS)}, but is {forward!r}")
@@ -114,8 +114,8 @@ class GPT2:
         # optional, but a dangling symlink is reported rather than skipped (exists() is False for it)
         present = gen_path.exists() or gen_path.is_symlink()
         generation_config = GenerationConfig.from_json_file(gen_path) if present else None
-        if forward == "fast" and not mmap:  # the layout the fast forward pass multiplies fastest
-            params = load_params_column_major(path / "model.safetensors", config)
+        if forward == "fast" and not mmap:  # the layout measured fastest on this machine
+            params = load_params_measured(path / "model.safetensors", config)
         else:
             params = load_params(path / "model.safetensors", config, mmap=mmap)
         return cls(config, params, generation_config, forward=forward)

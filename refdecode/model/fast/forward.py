@@ -7,7 +7,7 @@ place). :class:`~refdecode.model.modeling.GPT2` runs this version when it is mad
 
 What changes, and why. GPT-2 124M, 2 cores (benchmarks/profile_step.py): a 512-token prefill takes
 659 ms plain and 428 ms here; a decoding step 17.6 -> 17.1 ms with 1 row, 51.2 -> 42.6 ms with 4 beams (before the
-blocked few-row products of point 4).
+measured few-row products of point 4).
 
 1. **Causal attention by query blocks** (:func:`attend_causal_blocked`). The plain :func:`~refdecode.model.gpt2.attend`
    builds the full (T, S + T) score matrix and then overwrites the future half with ``finfo.min``; for a
@@ -27,16 +27,14 @@ blocked few-row products of point 4).
    Each in-place sequence performs the same float32 operations in the same order as the plain expression
    it replaces, so it gives the same bits. Where ``1/sqrt(D)`` is a power of two (GPT-2: 1/8) it is
    applied to q instead of to every score, which is exact.
-4. **Few-row products against transposed weights** (:func:`linear`, :func:`few_rows_product`). One row (greedy
-   decoding) is ``W^T @ x`` on a column-major weight: one gemv streaming contiguous rows. A few rows (beams, the
-   verification pass of prompt lookup / assisted decoding) go in blocks of W^T's rows, each ``block @ x^T`` small
-   enough (:data:`SMALL_GEMM_MNK`) for OpenBLAS's small-matrix kernel, which reads the block once from memory for
-   all the rows; as one call, OpenBLAS's GEMM first packs a copy of the whole weight, and 4 rows cost about two
-   single-row passes. The tied LM head is multiplied the same way from a row-major copy of ``wte``, made on the first
-   few-row step (:func:`refdecode.model.fast.layout.head_rows`, 154 MB for GPT-2 124M; also made by the prefill of a
-   2-16-token prompt, since that is a few-row product too). One thread, 124M-shaped weights: a beam-4 step costs ~1.6x a greedy step instead of ~2.6x
-   (benchmarks/beam_gap.py). :func:`refdecode.model.fast.layout.load_params_column_major` stores the Conv1D
-   weights column-major (``from_pretrained(..., forward="fast")`` unless memory-mapped).
+4. **Few-row products, as measured on this machine** (:func:`linear`, :mod:`refdecode.model.fast.products`). A
+   decoding step multiplies 1 row (greedy), K rows (beams) or up to 11 rows (prompt lookup's verification pass) by
+   every weight matrix. Which NumPy call does that fastest depends on the CPU's OpenBLAS kernels: on AVX-512, W^T in
+   blocks under its small-matrix bound (4 rows ~1.4x one row, one call ~2x); on AVX2, one call on the row-major W
+   with the rows padded to a multiple of 4. A short calibration per weight shape picks the storage order at load
+   (:func:`refdecode.model.fast.layout.load_params_measured`) and the form per row count on first use, once per
+   process. The tied LM head may take its few rows from a row-major copy of ``wte``
+   (:func:`refdecode.model.fast.layout.head_rows`, 154 MB for GPT-2 124M), made only if that measured fastest.
 
 tests/model/fast/test_forward.py checks this module against :mod:`refdecode.model.gpt2` on every golden checkpoint
 (prefill, padded batches, cached steps, beams) and that generate() gives the same tokens either way.
@@ -53,6 +51,7 @@ from ..config import GPT2Config
 from ..gpt2 import MASK_MIN, attend, attention_scores, lm_head, padding_bias
 from ..kv_cache import KVCache
 from .layout import head_rows
+from .products import FEW_ROWS, SMALL_GEMM_MNK, few_rows_product, product
 from ...numerics import ACT2FN
 
 __all__ = ["gpt2_fast", "attend_causal_blocked", "softmax_", "gelu_new_", "by_rows", "layer_norm_", "linear",
@@ -64,17 +63,6 @@ BLOCK_SIZE = 128
 
 #: Rows per chunk for elementwise work on large activations (:func:`by_rows`): 32 x 3072 floats = 384 kB.
 ROWS_PER_CHUNK = 32
-
-#: Up to this many rows, :func:`linear` multiplies against W^T (W stored column-major): one row as a gemv, 2..16 rows
-#: in blocks (:func:`few_rows_product`).
-FEW_ROWS = 16
-
-#: OpenBLAS multiplies a GEMM with M * N * K <= 100**3 by its "small matrix" kernel where it has one (x86-64 with
-#: AVX-512, NumPy's wheels: interface/gemm.c, kernel/x86_64/sgemm_small_kernel_permit_skylakex.c), which reads the
-#: operands as they are; above it, its GEMM first packs a copy of the weight. :func:`few_rows_product` keeps each
-#: block under this bound, with a margin: 4 rows x 256 outputs x 768 inputs.
-SMALL_GEMM_MNK = 786_432
-
 
 # ----------------------------------------------------------------------------------------------------
 # In-place elementwise kernels: the plain expressions, one operation at a time, into one buffer
@@ -145,35 +133,15 @@ def layer_norm_(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
 def linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """:func:`refdecode.model.gpt2.linear` (``x @ weight + bias``), the bias added in place; x (N, E_in) -> (N, E_out).
 
-    With at most FEW_ROWS rows and a column-major ``weight`` the product is taken as ``(weight.T @ x.T).T``:
-    OpenBLAS then streams the contiguous rows of ``weight.T`` (one gemv for one row, a tall-skinny GEMM
-    for a few), instead of its small-M GEMM path for ``x @ weight`` (see the module docstring).
+    Up to FEW_ROWS rows (decoding steps, verification passes) the product is taken the way measured fastest on
+    this machine for this shape and row count (:func:`refdecode.model.fast.products.product`: one call, W^T in
+    blocks, or the operands swapped, the rows padded or not); more rows (a prefill) are one ``x @ weight``.
     """
-    if x.shape[0] == 1 and weight.flags.f_contiguous:
-        y = np.ascontiguousarray((weight.T @ x.T).T)  # (E_out, E_in) @ (E_in, 1) -> (E_out, 1) -> (1, E_out): a gemv
-    elif x.shape[0] <= FEW_ROWS and weight.flags.f_contiguous:
-        return np.add(few_rows_product(x, weight.T), bias, out=np.empty((x.shape[0], weight.shape[1]), np.float32))
-    else:
-        y = x @ weight  # (N, E_in) @ (E_in, E_out) -> (N, E_out)
+    if x.shape[0] <= FEW_ROWS:  # product may return a view: the bias goes into a new C-contiguous array
+        return np.add(product(x, weight), bias, out=np.empty((x.shape[0], weight.shape[1]), np.float32))
+    y = x @ weight  # (N, E_in) @ (E_in, E_out) -> (N, E_out)
     y += bias
     return y
-
-
-def few_rows_product(x: np.ndarray, wt: np.ndarray) -> np.ndarray:
-    """``x @ wt.T`` for a few rows x (N, E_in) and a row-major W^T ``wt`` (E_out, E_in), as a (N, E_out) view.
-
-    W^T goes in blocks of output rows with N * rows * E_in <= SMALL_GEMM_MNK, each ``block @ x^T`` one OpenBLAS
-    call under its small-matrix bound: the block is read once, straight from memory, for all N rows. As one call,
-    OpenBLAS's GEMM packs W^T first; one thread, 124M-shaped weights (benchmarks/beam_gap.py): 4 rows cost ~2x one
-    row as one call, ~1.2x in blocks. Each output is still one dot product over E_in (its grouping is the kernel's).
-    """
-    N, E_in = x.shape
-    step = max(8, SMALL_GEMM_MNK // (N * E_in))  # W^T rows per block: 256 for 4 rows of 768
-    xt = np.ascontiguousarray(x.T)  # (E_in, N)
-    out = np.empty((wt.shape[0], N), dtype=np.float32)  # (E_out, N)
-    for start in range(0, wt.shape[0], step):
-        np.matmul(wt[start : start + step], xt, out=out[start : start + step])  # (rows, E_in) @ (E_in, N)
-    return out.T
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -303,6 +271,7 @@ def gpt2_fast(input_ids: np.ndarray, position_ids: np.ndarray, params: dict[str,
     cache.advance(T)
     x = layer_norm_(x, **params["ln_f"], eps=eps)  # (B*n, E)
     head = params.get("lm_head", params["wte"])  # (V, E), i.e. W^T of the head
-    if 1 < B * n <= FEW_ROWS and head.flags.f_contiguous:  # a few rows: W^T row-major, in blocks
-        return np.ascontiguousarray(few_rows_product(x, head_rows(params))).reshape(B, n, -1)  # thread-independent
+    if 1 < B * n <= FEW_ROWS:  # a few rows: as measured fastest, maybe on a row-major copy of the head
+        logits = product(x, head.T, other=lambda: head_rows(params).T)  # (B*n, E) @ (E, V)
+        return np.ascontiguousarray(logits).reshape(B, n, -1)  # GEMMs: thread-count independent
     return lm_head(x, head).reshape(B, n, -1)  # (B*n, E) @ (E, V) -> (B, n, V), thread-count independent

@@ -20,11 +20,36 @@ import numpy as np
 
 from ..checkpoint import TensorInfo, checked_tensors, nest, read_header, read_tensor, to_float32  # noqa: F401  (read_header: the doctest)
 from ..config import GPT2Config
+from .products import storage_order
 
-__all__ = ["load_params_column_major", "read_tensor_column_major", "transpose_into", "head_rows"]
+__all__ = ["load_params_measured", "load_params_column_major", "read_tensor_column_major", "transpose_into",
+           "head_rows"]
 
 #: The tensors stored column-major: the LM head matrices and the Conv1D weights.
 MATRIX = re.compile(r"wte\.weight|lm_head\.weight|h\.\d+\.(attn|mlp)\.c_(attn|proj|fc)\.weight")
+
+
+def load_params_measured(path: str | Path, config: GPT2Config) -> dict[str, Any]:
+    """:func:`refdecode.model.checkpoint.load_params` (``mmap=False``) with each 2-D weight stored in the order in
+    which this machine multiplies one row by it fastest (:func:`refdecode.model.fast.products.storage_order`,
+    measured once per shape and process; ~0.1 s per shape).
+
+    The weight W of a product ``x @ W`` is the Conv1D weight as stored (E_in, E_out) and, for the LM head, ``wte.T``
+    (E, V): a row-major W keeps a Conv1D weight as in the file and stores ``wte`` column-major, a column-major W
+    the reverse. GPT-2 124M on AVX2 (AMD EPYC): row-major for all but the MLP's c_proj (3072 -> 768); on the AVX-512
+    VMs the column-major layout of :func:`load_params_column_major` had measured fastest for one row.
+    """
+    tensors = checked_tensors(path, config)
+    out = {}
+    for name, info in tensors.items():
+        if MATRIX.fullmatch(name) is None or info.nbytes == 0:
+            out[name] = to_float32(info.dtype, read_tensor(path, info))
+            continue
+        head = not name.startswith("h.")  # wte / lm_head (V, E): its product's W is the transpose
+        shape = info.shape[::-1] if head else info.shape  # W (E_in, E_out)
+        row_major_w = storage_order(shape) == "C"
+        out[name] = _read_in(path, info, column_major=row_major_w == head)
+    return nest(out)
 
 
 def load_params_column_major(path: str | Path, config: GPT2Config) -> dict[str, Any]:
@@ -111,7 +136,11 @@ def transpose_into(out: np.ndarray, a: np.ndarray, tile: int = 64) -> None:
 
 def _read(path: str | Path, name: str, info: TensorInfo) -> np.ndarray:
     """One tensor as float32: 2-D weights column-major, the others as stored."""
-    column_major = MATRIX.fullmatch(name) is not None and info.nbytes > 0
+    return _read_in(path, info, column_major=MATRIX.fullmatch(name) is not None and info.nbytes > 0)
+
+
+def _read_in(path: str | Path, info: TensorInfo, column_major: bool) -> np.ndarray:
+    """One tensor as float32, stored column-major or as in the file (row-major)."""
     if column_major and info.dtype == "F32":
         return read_tensor_column_major(path, info)  # no second copy of the matrix
     tensor = to_float32(info.dtype, read_tensor(path, info))

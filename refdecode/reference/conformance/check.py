@@ -352,8 +352,8 @@ def check(directory: str | Path, command: str, only: str | None = None, timeout:
     _, total, cases = open_suite(directory, only)
     counted = pool.Counted(cases)
     counts = dict.fromkeys(("pass", "fail", "timeout", "unsupported", "not run"), 0)
-    results = (pool.on_ray(counted, command, timeout, ray, jobs) if ray is not None
-               else pool.in_threads(counted, command, timeout, jobs or 1))
+    results = (pool.on_ray(counted, command, timeout, ray, jobs, Worker, MAX_CONSECUTIVE_MISSES) if ray is not None
+               else pool.in_threads(counted, command, timeout, jobs or 1, Worker))
     misses = done = 0
     with Progress(total, "check") as bar:
         try:

@@ -27,8 +27,6 @@ from concurrent.futures import ThreadPoolExecutor
 from queue import SimpleQueue
 from typing import Any
 
-from .check import MAX_CONSECUTIVE_MISSES, Result, Worker
-
 __all__ = ["Counted", "in_threads", "on_ray", "run_shard", "SHARD_CASES", "IN_FLIGHT"]
 
 SHARD_CASES = 16   # cases of one Ray task: a task's start-up (a process, a model load) spread over several cases
@@ -51,17 +49,17 @@ class Counted:
 
 
 def in_threads(cases: Iterator[dict], command: str, timeout: float, jobs: int,
-               worker_type: Callable[[str, float], Any] | None = None) -> Iterator[tuple[dict, Any]]:
-    """(case, result) in the order of ``cases``, answered by ``jobs`` implementation processes; ``worker_type``:
-    another worker than ``check.Worker`` (a ``run(case)`` and a ``close()``; ``record_responses.py`` keeps raw
-    answers)."""
+               worker_type: Callable[[str, float], Any]) -> Iterator[tuple[dict, Any]]:
+    """(case, result) in the order of ``cases``, answered by ``jobs`` implementation processes; ``worker_type``
+    starts one (``check.Worker``; ``record_responses.py``'s keeps raw answers): a ``run(case)``, a ``stop()`` and a
+    ``close()``. The pool takes the worker as an argument, so it imports nothing of ``check``, which imports it."""
     idle: SimpleQueue = SimpleQueue()
     workers = []
 
     def run(case: dict) -> Any:
         worker = idle.get()   # started on first use: a short run does not start processes it never asks
         if worker is None:
-            worker = (worker_type or Worker)(command, timeout)
+            worker = worker_type(command, timeout)
             workers.append(worker)
         try:
             return worker.run(case)
@@ -92,13 +90,15 @@ def in_threads(cases: Iterator[dict], command: str, timeout: float, jobs: int,
             worker.close()   # done: standard input closed, 2 s to exit
 
 
-def run_shard(cases: list[dict], command: str, timeout: float, cwd: str) -> list[Result | None]:
-    """A Ray task: start the implementation in ``cwd``, run the shard's cases in order, end it. After
-    MAX_CONSECUTIVE_MISSES cases in a row without an answer the rest is not run (None), as ``check`` would stop."""
-    worker, results, misses = Worker(command, timeout, cwd), [], 0
+def run_shard(cases: list[dict], command: str, timeout: float, cwd: str, worker_type: Callable[..., Any],
+              max_misses: int) -> list[Any]:
+    """A Ray task: start the implementation in ``cwd`` (``worker_type(command, timeout, cwd)``), run the shard's cases
+    in order, end it. After ``max_misses`` cases in a row without an answer the rest is not run (None), as ``check``
+    would stop."""
+    worker, results, misses = worker_type(command, timeout, cwd), [], 0
     try:
         for case in cases:
-            if misses >= MAX_CONSECUTIVE_MISSES:
+            if misses >= max_misses:
                 results.append(None)
                 continue
             result = worker.run(case)
@@ -120,8 +120,8 @@ def _shards(cases: Iterator[dict], size: int) -> Iterator[list[dict]]:
         yield shard
 
 
-def on_ray(cases: Iterator[dict], command: str, timeout: float, address: str,
-           jobs: int | None = None) -> Iterator[tuple[dict, Result]]:
+def on_ray(cases: Iterator[dict], command: str, timeout: float, address: str, jobs: int | None,
+           worker_type: Callable[..., Any], max_misses: int) -> Iterator[tuple[dict, Any]]:
     """(case, result) in the order of ``cases``, from Ray tasks of SHARD_CASES cases; ``address``: ``local`` (a
     runtime started here with ``jobs`` CPUs) or a running cluster's (``jobs`` shards at once; default its CPUs)."""
     try:
@@ -137,7 +137,7 @@ def on_ray(cases: Iterator[dict], command: str, timeout: float, address: str,
     cwd = os.getcwd()
     try:
         for shard in _shards(cases, SHARD_CASES):
-            pending.append((shard, task.remote(shard, command, timeout, cwd)))
+            pending.append((shard, task.remote(shard, command, timeout, cwd, worker_type, max_misses)))
             if len(pending) >= IN_FLIGHT * width:
                 yield from _in_order(*pending.popleft(), ray)
         while pending:
@@ -167,7 +167,7 @@ def _start(ray: Any, address: str, jobs: int | None) -> None:
                 raise
 
 
-def _in_order(shard: list[dict], ref: Any, ray: Any) -> Iterator[tuple[dict, Result | None]]:
+def _in_order(shard: list[dict], ref: Any, ray: Any) -> Iterator[tuple[dict, Any]]:
     """The shard's (case, result) pairs; None for a case after the shard stopped (``check`` stops on reaching it,
     since the misses before it are in a row in the suite's order too)."""
     yield from zip(shard, ray.get(ref))

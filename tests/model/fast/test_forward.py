@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refdecode.model.fast.forward as fast
+from refdecode.model.fast import products
 from refdecode import GenerationConfig, generate
 from refdecode.model.config import GPT2Config
 from refdecode.model.gpt2 import attend, attention_scores, layer_norm, linear
@@ -147,19 +148,26 @@ def test_few_rows_product_in_blocks_under_openblas_small_matrix_bound(monkeypatc
     assert rel_err(got, x @ wt.T) <= LOGITS_RTOL  # float32 rounding: another kernel groups the sums
 
 
-def test_few_row_logits_use_the_row_major_head_made_once_and_agree_with_plain(model64):
-    """Greedy (one row) never makes the row-major copy of the head; beams (4 rows) make it once and reuse it."""
+@pytest.mark.parametrize("use_copy", [True, False])
+def test_few_row_logits_take_the_row_major_head_copy_only_when_measured_faster(monkeypatch, model64, use_copy):
+    """Greedy (one row) never makes the row-major copy of a column-major head; beams (4 rows) make it once, and keep
+    it, only if the calibration chose a form on it (forced here either way); the logits agree with plain."""
+    monkeypatch.setattr(products, "calibrate_rows",
+                        lambda shape, order, bucket, other: ("blocks", 1, True) if use_copy and other
+                        else ("matmul", 4, False))
     params = {k: v for k, v in model64.params.items() if k != "head_rows"}  # without another test's copy
-    params["wte"] = np.asfortranarray(params["wte"])  # as load_params_column_major stores it
+    params["wte"] = np.asfortranarray(params["wte"])  # wte.T row-major: the head's W as AVX2 machines store it
     fast_model = GPT2(model64.config, params, forward="fast")
     fast_model(np.array([[5]]))
     assert "head_rows" not in params
     ids = np.random.default_rng(4).integers(0, 97, size=(4, 1))
     got = fast_model(ids).logits
-    rows = params["head_rows"]
-    assert rows.flags.c_contiguous and np.array_equal(rows, params["wte"])
-    fast_model(ids)
-    assert params["head_rows"] is rows
+    assert ("head_rows" in params) == use_copy
+    if use_copy:
+        rows = params["head_rows"]
+        assert rows.flags.c_contiguous and np.array_equal(rows, params["wte"])
+        fast_model(ids)
+        assert params["head_rows"] is rows
     plain = GPT2(model64.config, model64.params, forward="plain")(ids).logits
     assert got.dtype == np.float32 and rel_err(got, plain) <= LOGITS_RTOL
 

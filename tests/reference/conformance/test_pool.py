@@ -46,11 +46,10 @@ def test_hanging_implementations_stop_as_serially_and_promptly(unit_suite):
     assert time.monotonic() - start < 30
 
 
-def test_results_come_in_the_order_of_the_cases_whatever_order_they_finish_in(monkeypatch):
+def test_results_come_in_the_order_of_the_cases_whatever_order_they_finish_in():
     """The first case waits until the third has finished; in_threads still yields the first case first."""
     import threading
 
-    from refdecode.reference.conformance import pool
     from refdecode.reference.conformance.check import Result
 
     third_done = threading.Event()
@@ -74,9 +73,8 @@ def test_results_come_in_the_order_of_the_cases_whatever_order_they_finish_in(mo
         def close(self):
             pass
 
-    monkeypatch.setattr(pool, "Worker", Waiter)
     cases = Counted(iter([{"n": n} for n in range(4)]))
-    results = list(in_threads(cases, "unused", 1.0, 4))
+    results = list(in_threads(cases, "unused", 1.0, 4, Waiter))
     assert [case["n"] for case, _ in results] == [0, 1, 2, 3] and [r.message for _, r in results] == ["0", "1", "2", "3"]
     assert finished.index(2) < finished.index(0) and cases.taken == 4
 
