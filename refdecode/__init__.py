@@ -80,6 +80,11 @@ from .processors.logits_warp import (
     top_p_warp,
 )
 from .processors.truncation_warpers import EpsilonLogitsWarper, EtaLogitsWarper, MinPLogitsWarper, TypicalLogitsWarper
+from .processors.serving_penalties import (
+    FrequencyPenaltyLogitsProcessor,
+    LogitBiasLogitsProcessor,
+    PresencePenaltyLogitsProcessor,
+)
 from .processors.bad_words_and_forcing import (
     BarkEosPrioritizerLogitsProcessor,
     ForcedBOSTokenLogitsProcessor,
@@ -143,6 +148,7 @@ __all__ = [
     "LogitsWarper", "TemperatureLogitsWarper", "TopKLogitsWarper", "TopPLogitsWarper",
     "temperature_warp", "top_k_warp", "top_p_warp", "llama_top_p_probs", "shifted_top_p_warp", "top_k_top_p_filtering",
     "TypicalLogitsWarper", "EpsilonLogitsWarper", "EtaLogitsWarper", "MinPLogitsWarper",
+    "FrequencyPenaltyLogitsProcessor", "PresencePenaltyLogitsProcessor", "LogitBiasLogitsProcessor",
     "SequenceBiasLogitsProcessor", "NoBadWordsLogitsProcessor", "PrefixConstrainedLogitsProcessor",
     "ForcedBOSTokenLogitsProcessor", "ForcedEOSTokenLogitsProcessor", "SuppressTokensLogitsProcessor",
     "SuppressTokensAtBeginLogitsProcessor", "ForceTokensLogitsProcessor", "BarkEosPrioritizerLogitsProcessor", "EncoderRepetitionPenaltyLogitsProcessor",

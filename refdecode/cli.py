@@ -2,7 +2,8 @@
 
 Contract: prompt text in, generated text on stdout; every generation option is a
 :class:`~refdecode.generation_config.GenerationConfig` field, defaulting to the model's own
-``generation_config.json``. Nothing is downloaded: ``--model`` is a local directory.
+``generation_config.json``, except the serving API's ``--frequency-penalty``, ``--presence-penalty`` and
+``--logit-bias``, which no version of transformers has: they become a ``logits_processor`` list. Nothing is downloaded: ``--model`` is a local directory.
 
     refdecode "ROMEO:"                                   # the model's default decoding, streamed
     refdecode "ROMEO:" --num-beams 4 --num-return-sequences 2
@@ -90,7 +91,10 @@ _OPTIONS = [
 ]
 _FLAGS = {field: flag for flag, field, _, _ in _OPTIONS} | {"do_sample": "--do-sample",
                                                             "early_stopping": "--early-stopping",
-                                                            "stop_strings": "--stop"}
+                                                            "stop_strings": "--stop",
+                                                            "frequency_penalty": "--frequency-penalty",
+                                                            "presence_penalty": "--presence-penalty",
+                                                            "logit_bias": "--logit-bias"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,6 +131,15 @@ def _parser() -> argparse.ArgumentParser:
                     help="when beam search stops (default: false)")
     ap.add_argument("--stop", dest="stop_strings", action="append", default=None, metavar="TEXT",
                     help="stop when the text ends with TEXT; repeatable (transformers 4.41's stop_strings)")
+    ap.add_argument("--frequency-penalty", dest="frequency_penalty", type=float, default=None, metavar="X",
+                    help="subtract X per earlier occurrence among the generated tokens, in [-2, 2] (OpenAI's "
+                         "frequency_penalty; not in transformers 4.38.2; default: off)")
+    ap.add_argument("--presence-penalty", dest="presence_penalty", type=float, default=None, metavar="X",
+                    help="subtract X from every token already generated, in [-2, 2] (OpenAI's presence_penalty; "
+                         "not in transformers 4.38.2; default: off)")
+    ap.add_argument("--logit-bias", dest="logit_bias", action="append", default=None, metavar="ID:BIAS",
+                    help="add BIAS to token ID's logit at every step; repeatable (OpenAI's logit_bias; not in "
+                         "transformers 4.38.2)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random generator when sampling (default: 0)")
     ap.add_argument("--trace", type=Path, default=None, metavar="FILE",
                     help="also write a step trace (JSON) to FILE, for `refdecode diff` (docs/traces.md)")
@@ -275,6 +288,32 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def _serving_processors(args: argparse.Namespace, prompt_length: int, vocab_size: int) -> list[Any]:
+    """``--frequency-penalty``, ``--presence-penalty``, ``--logit-bias`` as a ``logits_processor`` list (they are not
+    GenerationConfig fields: no version of transformers has them), in OpenAI's order."""
+    from .processors.serving_penalties import (
+        FrequencyPenaltyLogitsProcessor,
+        LogitBiasLogitsProcessor,
+        PresencePenaltyLogitsProcessor,
+    )
+
+    processors: list[Any] = []
+    if args.frequency_penalty is not None:
+        processors.append(FrequencyPenaltyLogitsProcessor(args.frequency_penalty, prompt_length))
+    if args.presence_penalty is not None:
+        processors.append(PresencePenaltyLogitsProcessor(args.presence_penalty, prompt_length))
+    if args.logit_bias:
+        bias = {}
+        for item in args.logit_bias:
+            token, _, value = item.partition(":")
+            try:
+                bias[int(token)] = float(value)
+            except ValueError:
+                raise UsageError(f"--logit-bias {item}: give ID:BIAS, e.g. 50256:-100") from None
+        processors.append(LogitBiasLogitsProcessor(bias, vocab_size))
+    return processors
+
+
 def _progress_criterion(total: int, enabled: bool | None, label: str) -> Any:
     """A stopping criterion that never stops and advances a tqdm bar on stderr (tqdm ships with tokenizers)."""
     try:
@@ -306,6 +345,10 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
     except (ValueError, TypeError) as e:
         raise UsageError(_flags(str(e))) from None
     config = request.config
+    try:
+        serving = _serving_processors(args, inputs["input_ids"].shape[1], model.config.vocab_size)
+    except (ValueError, TypeError) as e:
+        raise UsageError(_flags(str(e))) from None
     streamed = request.loop.streams and config.num_return_sequences == 1
     extra: dict[str, Any] = {}
     if streamed:
@@ -316,7 +359,8 @@ def _generate(args: argparse.Namespace, out: Any) -> None:
         extra["stopping_criteria"] = [progress] if progress is not None else None
     trace = TraceRecorder() if args.trace is not None else None
     try:
-        sequences = decode(request, seed=args.seed, tokenizer=tokenizer, trace=trace, **extra)
+        sequences = decode(request, seed=args.seed, tokenizer=tokenizer, trace=trace,
+                           logits_processor=serving or None, **extra)
     except (ValueError, TypeError) as e:
         raise UsageError(_flags(str(e))) from None
     finally:

@@ -18,7 +18,8 @@ DECODE_TYPES = [t for t in select(None) if t not in UNIT_TYPES]  # the opt-in gr
 DECODE_LIMIT = 5
 #: the case types examples/conformance-js/ implements (it answers ``unsupported`` to the rest)
 JS_TYPES = ["temperature", "top_k", "top_p", "repetition_penalty", "no_repeat_ngram", "min_length", "min_new_tokens",
-            "hamming_diversity", "log_softmax", "beam_hypotheses", "beam_scorer", "greedy", "sample", "beam_search"]
+            "hamming_diversity", "log_softmax", "beam_hypotheses", "beam_scorer", "greedy", "sample", "beam_search",
+            "frequency_penalty", "presence_penalty", "logit_bias"]
 
 @pytest.fixture(scope="session")
 def unit_suite(tmp_path_factory):

@@ -51,6 +51,28 @@ def test_stop_strings_and_the_newer_warpers_are_options():
     assert sampled.returncode == 0 and sampled.stderr == b"", text(sampled.stderr)
 
 
+@pytest.mark.slow
+def test_serving_penalties_and_logit_bias_are_options_run_as_the_library_runs_them():
+    """--frequency-penalty / --presence-penalty / --logit-bias become a logits_processor list with the prompt's
+    length: the printed text equals generate(..., logits_processor=[...]) in-process, token for token."""
+    from refdecode import (FrequencyPenaltyLogitsProcessor, GPT2, LogitBiasLogitsProcessor,
+                           PresencePenaltyLogitsProcessor, Tokenizer, generate)
+
+    model, tokenizer = GPT2.from_pretrained(MODELS / "tiny-shakespeare"), Tokenizer(MODELS / "tiny-shakespeare")
+    inputs = tokenizer(["ROMEO:"], return_tensors="np")
+    n = inputs["input_ids"].shape[1]
+    processors = [FrequencyPenaltyLogitsProcessor(2.0, n), PresencePenaltyLogitsProcessor(1.5, n)]
+    expected = tokenizer.decode(generate(model, **inputs, max_new_tokens=12, logits_processor=processors)[0],
+                                skip_special_tokens=True)
+    plain = run("ROMEO:", *MODEL, "--max-new-tokens", "12")
+    out = run("ROMEO:", *MODEL, "--max-new-tokens", "12", "--frequency-penalty", "2", "--presence-penalty", "1.5")
+    assert out.returncode == 0, text(out.stderr)
+    assert text(out.stdout) == expected + "\n" != text(plain.stdout)
+    token = int(tokenizer(["!"], return_tensors="np")["input_ids"][0, 0])
+    biased = run("ROMEO:", *MODEL, "--max-new-tokens", "3", "--logit-bias", f"{token}:100")
+    assert biased.returncode == 0 and text(biased.stdout) == "ROMEO:!!!\n", text(biased.stdout)
+
+
 # ---- usage errors: exit 2, one short line on stderr, no traceback
 
 USAGE_ERRORS = {
@@ -62,6 +84,13 @@ USAGE_ERRORS = {
     "not_a_number": (["ROMEO:", "--num-beams", "four"], "invalid int value: 'four'"),
     "unknown_flag": (["ROMEO:", "--beams", "4"], "unrecognized arguments: --beams"),
     "too_many_tokens": (["ROMEO:", "--max-new-tokens", "300"], "`--max-new-tokens` is too large"),
+    "frequency_penalty_out_of_range": (["ROMEO:", "--frequency-penalty", "2.5"],
+                                       "`--frequency-penalty` has to be a float in [-2.0, 2.0], but is 2.5"),
+    "presence_penalty_out_of_range": (["ROMEO:", "--presence-penalty", "-3"],
+                                      "`--presence-penalty` has to be a float in [-2.0, 2.0], but is -3.0"),
+    "logit_bias_not_id_colon_bias": (["ROMEO:", "--logit-bias", "50"], "--logit-bias 50: give ID:BIAS"),
+    "logit_bias_outside_the_vocabulary": (["ROMEO:", "--logit-bias", "99999:1"],
+                                          "`--logit-bias` has to hold token ids in [0, "),
     "return_more_than_beams": (["ROMEO:", "--num-beams", "2", "--num-return-sequences", "3"],
                                "`--num-return-sequences` (3) has to be smaller or equal to `--num-beams` (2)"),
 }

@@ -89,6 +89,38 @@ function repetitionPenalty(inputIds, scores, penalty) {
   });
 }
 
+// The serving API's penalties (OpenAI's formula; in no version of transformers): counts over the generated part
+// input_ids[:, promptLength:] only; a subtraction whatever the sign of the score.
+function generatedCounts(row, promptLength) {
+  const counts = new Map();
+  for (const t of row.slice(promptLength)) counts.set(t, (counts.get(t) || 0) + 1);
+  return counts;
+}
+
+function frequencyPenalty(inputIds, scores, penalty, promptLength) {
+  return scores.map((row, b) => {
+    const out = [...row];
+    for (const [t, c] of generatedCounts(inputIds[b], promptLength)) out[t] = f(out[t] - f(c * f(penalty)));
+    return out;
+  });
+}
+
+function presencePenalty(inputIds, scores, penalty, promptLength) {
+  return scores.map((row, b) => {
+    const out = [...row];
+    for (const t of generatedCounts(inputIds[b], promptLength).keys()) out[t] = f(out[t] - f(penalty));
+    return out;
+  });
+}
+
+function logitBias(scores, bias) {
+  return scores.map((row) => {
+    const out = [...row];
+    for (const { id, bias: b } of bias) out[id] = f(out[id] + f(num(b)));
+    return out;
+  });
+}
+
 function bannedNgramTokens(row, n) {
   if (row.length + 1 < n) return [];
   const prefix = row.slice(row.length - n + 1).join(",");
@@ -411,6 +443,11 @@ const HANDLERS = {
     scores: minNewTokens(i.input_ids, mat(i.scores), i.prompt_length_to_skip, i.min_new_tokens, i.eos_token_id) }),
   hamming_diversity: (i) => ({ scores: hammingDiversity(mat(i.scores), i.current_tokens, i.beam_group_idx,
     num(i.diversity_penalty), i.num_beams, i.num_beam_groups) }),
+  frequency_penalty: (i) => ({
+    scores: frequencyPenalty(i.input_ids, mat(i.scores), num(i.frequency_penalty), i.prompt_length) }),
+  presence_penalty: (i) => ({
+    scores: presencePenalty(i.input_ids, mat(i.scores), num(i.presence_penalty), i.prompt_length) }),
+  logit_bias: (i) => ({ scores: logitBias(mat(i.scores), i.logit_bias) }),
   log_softmax: (i) => ({ scores: mat(i.scores).map(logSoftmax) }),
   beam_hypotheses: beamHypothesesCase,
   beam_scorer: beamScorerCase,

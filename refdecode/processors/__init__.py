@@ -8,6 +8,8 @@
 - ``truncation_warpers.py``: typical, epsilon, eta and min-p sampling (the truncation rules past top-p);
 - ``bad_words_and_forcing.py``: bad words, sequence bias, prefix constraints, forced / suppressed tokens;
 - ``prompt_penalties.py``: the prompt's repetition penalty and n-gram ban (``encoder_*``);
+- ``serving_penalties.py``: the serving API's presence and frequency penalties and logit bias (in no version
+  of transformers);
 - ``guidance.py``: classifier-free guidance (runs a model it is given);
 - ``exponential_decay.py``: the exponentially growing eos bonus (``exponential_decay_length_penalty``);
 - ``score_cleanup.py``: NaN/inf removal and log-softmax renormalisation;

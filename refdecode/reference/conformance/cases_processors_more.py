@@ -4,9 +4,11 @@ Contract: registers one case type per rule: ``typical``, ``epsilon``, ``eta``, `
 ``no_bad_words``, ``sequence_bias``, ``prefix_constrained``, ``forced_bos``, ``forced_eos``,
 ``suppress_tokens``, ``suppress_tokens_at_begin``, ``exponential_decay_length_penalty``,
 ``inf_nan_remove``, ``logit_normalization``, ``encoder_repetition_penalty``,
-``encoder_no_repeat_ngram``, ``forced_decoder_ids`` (processors). Expected values come from
+``encoder_no_repeat_ngram``, ``forced_decoder_ids`` (processors), and the serving API's ``frequency_penalty``,
+``presence_penalty`` and ``logit_bias``. Expected values come from
 refdecode's public classes, which tests/golden/processors_more.npz, force_tokens.npz and min_p.npz
-check against transformers 4.38.2 (min-p: 4.41.0). What is not JSON is written as JSON: ``sequence_bias`` as ``[{"ids": [...], "bias": b}]``,
+check against transformers 4.38.2 (min-p: 4.41.0); the serving penalties, in no version of transformers, are
+checked by hand-worked rows (tests/processors/test_serving_penalties.py). What is not JSON is written as JSON: ``sequence_bias`` as ``[{"ids": [...], "bias": b}]``,
 ``prefix_allowed_tokens_fn`` as the table ``allowed[row]`` of allowed ids per row (the callback
 returns it). Classifier-free guidance needs a second model run and is covered by the decode cases.
 """
@@ -345,3 +347,58 @@ register(CaseType(
     build=_build_force_tokens,
     run=lambda inp: {"scores": rd.ForceTokensLogitsProcessor([[int(i), int(t)] for i, t in inp["forced_decoder_ids"]])(
         inp["input_ids"], inp["scores"])}))
+
+
+# ---- the serving API's penalties (in no version of transformers: OpenAI's formula)
+
+
+def _build_serving_penalty(seed: int, param: str) -> list[Case]:
+    """Rows whose prompt holds tokens the generated part does not (not counted), repeats (counted), -inf scores,
+    a prompt as long as the row (nothing generated yet), and negative penalties (repetition rewarded)."""
+    rng, cases = np.random.default_rng(seed), []
+    for i in range(36):
+        vocab, batch, length = int(rng.integers(2, 10)), int(rng.integers(1, 4)), int(rng.integers(1, 8))
+        prompt_length = length if i % 6 == 0 else int(rng.integers(0, length))
+        cases.append(Case(("nothing generated yet" if prompt_length == length else f"prompt of {prompt_length}")
+                          + (", some -inf" if i % 4 == 1 else ""), {
+            "input_ids": random_ids(rng, batch, length, int(rng.choice([2, vocab]))),
+            "scores": random_scores(rng, batch, vocab, neg_inf=0.3 if i % 4 == 1 else 0.0),
+            param: float(rng.choice([-2.0, -0.5, 0.0, 0.25, 1.0, 1.7, 2.0])), "prompt_length": prompt_length}))
+    return cases
+
+
+for _name, _cls, _seed, _summary in [
+        ("frequency_penalty", rd.FrequencyPenaltyLogitsProcessor, 161,
+         "frequency_penalty (OpenAI's formula; in no transformers): s - float32(count) * float32(frequency_penalty), "
+         "count = occurrences of the token in input_ids[:, prompt_length:] (the prompt is not counted), whatever "
+         "the sign of s."),
+        ("presence_penalty", rd.PresencePenaltyLogitsProcessor, 162,
+         "presence_penalty (OpenAI's formula; in no transformers): s - float32(presence_penalty) for every token "
+         "occurring in input_ids[:, prompt_length:], once however often, whatever the sign of s.")]:
+    register(CaseType(
+        name=_name, groups=GROUPS_P, summary=_summary,
+        inputs=obj(input_ids=I64(2), scores=F32(2), **{_name: FLOAT}, prompt_length=INT), outputs=obj(scores=F32(2)),
+        build=functools.partial(_build_serving_penalty, _seed, _name),
+        run=lambda inp, _cls=_cls, _name=_name: {"scores": _cls(inp[_name], int(inp["prompt_length"]))(
+            inp["input_ids"], inp["scores"])}))
+
+
+def _build_logit_bias() -> list[Case]:
+    rng, cases = np.random.default_rng(163), []
+    for i in range(30):
+        vocab, batch = int(rng.integers(2, 12)), int(rng.integers(1, 4))
+        ids = rng.choice(vocab, int(rng.integers(0, min(vocab, 4) + 1)), replace=False)
+        bias = [{"id": int(t), "bias": float(rng.choice([-100.0, -3.5, -0.1, 0.0, 0.75, 5.0, 100.0]))} for t in ids]
+        cases.append(Case(f"{len(bias)} biased token(s)" + (", some -inf" if i % 4 == 1 else ""), {
+            "scores": random_scores(rng, batch, vocab, neg_inf=0.3 if i % 4 == 1 else 0.0), "logit_bias": bias}))
+    return cases
+
+
+register(CaseType(
+    name="logit_bias", groups=GROUPS_P,
+    summary="logit_bias (OpenAI's; in no transformers): s + float32(bias) on each listed token id in every row "
+            "(JSON keys are strings, so the map is a list of {id, bias}); -inf stays -inf.",
+    inputs=obj(scores=F32(2), logit_bias=ListOf(obj(id=INT, bias=FLOAT))), outputs=obj(scores=F32(2)),
+    build=_build_logit_bias,
+    run=lambda inp: {"scores": rd.LogitBiasLogitsProcessor({int(b["id"]): float(b["bias"]) for b in inp["logit_bias"]})(
+        None, inp["scores"])}))
