@@ -332,7 +332,9 @@ KEPT_IN_ENGLISH = {"eos", "pad", "softmax", "argmax", "warper", "prefill", "cach
                    "sample", "top-k", "top-p", "min-p", "typical", "epsilon", "eta", "nats", "cos", "log", "bank",
                    "n-gram", "gram", "transformers", "llama", "torch", "multinomial", "distinct", "sample-and-rank",
                    "prompt", "lookup", "mask", "cumsum", "ids", "bool", "StoppingCriteria", "max", "float", "batch",
-                   "unfinished"}
+                   "unfinished",
+                   # From GPT-2 to Llama: the names the Chinese pages keep too, and units
+                   "RMSNorm", "LayerNorm", "RoPE", "GQA", "SwiGLU", "SiLU", "GELU", "GPT", "KiB", "rad"}
 
 
 def labels(svg_text: str) -> list[str]:
