@@ -66,6 +66,7 @@ class Draw:
     groups: tuple[str, ...] = FRESH_GROUPS
     fit: Callable[[dict], dict] | None = None
     says: str = "the common draw"
+    family: str = "gpt2"   # the models drawn on (``fresh --family``): gpt2, or llama for the Llama-family checkpoints
 
 
 def _config(inp: dict, **changes: Any) -> dict:
@@ -144,7 +145,7 @@ def draw_suite(root: Path, draw: Draw, n: int, seed: int, stream: int) -> list[d
     folder = root / f"{draw.name}-{stream}"
     if not (folder / "manifest.json").exists():   # written aside, then renamed: engines checked at once (--jobs)
         aside = root / f".{draw.name}-{stream}.{os.getpid()}"   # that draw alike may both write it; one rename wins
-        write_fresh(aside, n, seed, draw.groups, stream, _fitted(draw))
+        write_fresh(aside, n, seed, draw.groups, stream, _fitted(draw), family=draw.family)
         try:
             aside.rename(folder)
         except OSError:
@@ -152,15 +153,22 @@ def draw_suite(root: Path, draw: Draw, n: int, seed: int, stream: int) -> list[d
     return load_suite(folder)[1]
 
 
+def folder_of(name: str) -> Path:
+    """An engine's folder (examples/engines/<name>) or a teaching peer's (examples/peers/<name>)."""
+    engine = HERE / name
+    return engine if engine.is_dir() else HERE.parent / "peers" / name
+
+
 def command(engine: str) -> str:
     folder, env = VARIANTS.get(engine, (engine, ""))
-    return f"env {env} {HERE / folder / 'run'}" if env else str(HERE / folder / "run")
+    run = folder_of(folder) / "run"
+    return f"env {env} {run}" if env else str(run)
 
 
 def installed() -> list[str]:
-    folders = {e: VARIANTS.get(e, (e, ""))[0] for e in PROFILES}
-    return [e for e, f in folders.items() if (HERE / f / "run").exists()
-            and any((HERE / f / d).exists() for d in ("env", "node_modules"))]
+    folders = {e: folder_of(VARIANTS.get(e, (e, ""))[0]) for e in PROFILES}
+    return [e for e, f in folders.items() if (f / "run").exists()
+            and any((f / d).exists() for d in ("env", "node_modules"))]
 
 
 def profile_answer(engine: str, case: dict) -> tuple[list | str, bool]:

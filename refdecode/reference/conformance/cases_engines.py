@@ -4,7 +4,9 @@ Contract: registers ``engines_greedy`` and ``engines_beam_search`` (group ``engi
 ``models/tiny-shakespeare``) and ``engines_124m_greedy`` / ``engines_124m_beam_search`` (group
 ``engines_124m``: the shipped model widened to GPT-2 124M's shape, ``models/gpt2-124m-shaped``, made by
 ``tools/engines/make_gpt2_124m_shaped.py``; not in the default selection, because the checkpoint is 500 MB
-and not committed). The requests are the ``gpt2_*`` decodes' (``model``, ``input_ids``, ``attention_mask``,
+and not committed) and ``engines_llama_greedy`` / ``engines_llama_beam_search`` (group ``engines_llama``: the same
+prompts and settings on the shipped Llama, ``models/tiny-shakespeare-llama``, which shares GPT-2's tokenizer, so
+the prompts' ids and the eos are the same). The requests are the ``gpt2_*`` decodes' (``model``, ``input_ids``, ``attention_mask``,
 ``config``); the answer is ``sequences`` (and ``sequences_scores`` for beams when the engine returns them):
 what an engine's API gives back. No per-step ``scores``: over the real vocabulary they would make each case tens
 of megabytes.
@@ -27,13 +29,16 @@ import numpy as np
 
 from .cases_decode import (CONFIG_NOTE_FIELDS, GPT2_MODEL, ROOT, compare_decode_case, decode,
                            decode_inputs, full_config, smallest)
-from .kinds import F32, I64, obj
+from .kinds import F32, I64, STR, Enum, obj
 from .registry import Case, CaseType, register
 
-__all__ = ["PROMPTS", "SHIPPED", "SHAPED_124M", "engine_settings", "build_engine_cases", "count_engine_cases"]
+__all__ = ["PROMPTS", "SHIPPED", "SHIPPED_LLAMA", "SHAPED_124M", "engine_settings", "build_engine_cases", "count_engine_cases"]
 
 SHIPPED = ROOT / "models" / "tiny-shakespeare"
+SHIPPED_LLAMA = ROOT / "models" / "tiny-shakespeare-llama"
 SHAPED_124M = ROOT / "models" / "gpt2-124m-shaped"
+#: the model's kind in a case: ``{"kind": "gpt2" | "llama", "path": ...}`` (``model_for`` loads either)
+KIND = {"gpt2": GPT2_MODEL, "llama": obj(kind=Enum(("llama",)), path=STR)}
 #: the prompts, as the shipped tokenizer encodes them (fixed here, so the suite does not need a tokenizer)
 PROMPTS = {
     "ROMEO:\n": [33676, 4720, 25, 198],
@@ -75,7 +80,7 @@ def engine_settings(beams: bool, eos: list[int], max_new_tokens: int) -> Iterato
 
 
 def build_engine_cases(model_dir, beams: bool, eos: tuple[int, ...], max_new_tokens: int,
-                       prompts_per_setting: int) -> Iterator[Case]:
+                       prompts_per_setting: int, kind: str = "gpt2") -> Iterator[Case]:
     """One case per setting of the finishing grid and ``prompts_per_setting`` per other setting, the prompts
     taken in turn; a prompt whose decode holds a near-tie is passed over for the next."""
     if not (model_dir / "model.safetensors").is_file():
@@ -88,7 +93,7 @@ def build_engine_cases(model_dir, beams: bool, eos: tuple[int, ...], max_new_tok
             text, ids = next(prompts)
             config = full_config(**settings)
             prompt = np.array([ids], dtype=np.int64)
-            inp = {"model": {"kind": "gpt2", "path": str(model_dir)}, "input_ids": prompt,
+            inp = {"model": {"kind": kind, "path": str(model_dir)}, "input_ids": prompt,
                    "attention_mask": np.ones_like(prompt), "config": config}
             if smallest(decode(inp)[1]) <= ENGINE_MIN_MARGIN:
                 continue
@@ -112,19 +117,21 @@ def _note(text: str, config: dict) -> str:
 
 
 _SUMMARIES = {
-    False: "greedy search on a real GPT-2 checkpoint, batch 1, as an engine's API takes it; answer: sequences",
-    True: "beam search on a real GPT-2 checkpoint, batch 1, eos a token the model emits (finishing rules decide); "
+    False: "greedy search on a real {} checkpoint, batch 1, as an engine's API takes it; answer: sequences",
+    True: "beam search on a real {} checkpoint, batch 1, eos a token the model emits (finishing rules decide); "
           "answer: sequences, and sequences_scores when the engine returns scores",
 }
 _TIE_RULE = "as the gpt2_* decodes: the lower token id, the lower flat index beam * V + token first"
 
 
 def _register(name: str, group: str, model_dir, beams: bool, eos: tuple[int, ...], max_new_tokens: int,
-              prompts_per_setting: int) -> None:
+              prompts_per_setting: int, kind: str = "gpt2") -> None:
     register(CaseType(
-        name=name, groups=(group,) + (("beam",) if beams else ()), summary=_SUMMARIES[beams],
-        inputs=decode_inputs(GPT2_MODEL, False), outputs=ENGINE_OUTPUT[beams],
-        build=functools.partial(build_engine_cases, model_dir, beams, eos, max_new_tokens, prompts_per_setting),
+        name=name, groups=(group,) + (("beam",) if beams else ()),
+        summary=_SUMMARIES[beams].format({"gpt2": "GPT-2", "llama": "Llama"}[kind]),
+        inputs=decode_inputs(KIND[kind], False), outputs=ENGINE_OUTPUT[beams],
+        build=functools.partial(build_engine_cases, model_dir, beams, eos, max_new_tokens, prompts_per_setting,
+                                kind),
         run=lambda inp: _answer(decode(inp)[0]), margins=lambda inp, out: decode(inp)[1], tie_rule=_TIE_RULE,
         compare=compare_decode_case,
         count=functools.partial(count_engine_cases, beams, eos, max_new_tokens, prompts_per_setting)))
@@ -138,5 +145,7 @@ def _answer(output: dict) -> dict:
 
 _register("engines_greedy", "engines", SHIPPED, False, (198,), 24, 3)
 _register("engines_beam_search", "engines", SHIPPED, True, (198,), 12, 2)
+_register("engines_llama_greedy", "engines_llama", SHIPPED_LLAMA, False, (198,), 24, 3, "llama")
+_register("engines_llama_beam_search", "engines_llama", SHIPPED_LLAMA, True, (198,), 12, 2, "llama")
 _register("engines_124m_greedy", "engines_124m", SHAPED_124M, False, (198,), 24, 1)
 _register("engines_124m_beam_search", "engines_124m", SHAPED_124M, True, (198,), 12, 1)

@@ -24,7 +24,10 @@ without beam search, no-repeat n-gram or minimum length (llama.cpp, mlx-lm):
 * ``sample``: sampling (type ``gpt2_sample``, the case's uniforms one per row and step), temperature
   {0.7, 1, 1.5}, top_k {0, 5, 50}, top_p {1, 0.95, 0.8}, num_return_sequences {1, 2}, the same processors;
 
-and for all: the model (the shipped ``models/tiny-shakespeare`` and the suite's tiny ``decode-a/b/c``), a batch of
+and for all: the model (``--family gpt2``, the default: the shipped ``models/tiny-shakespeare`` and the suite's tiny
+``decode-a/b/c``; ``--family llama``: the shipped ``models/tiny-shakespeare-llama``, which shares GPT-2's tokenizer,
+and the tiny ``models/llama-tiny`` and ``llama-gqa-tied``, as the types ``engines_llama_greedy``,
+``engines_llama_beam_search`` and ``llama_sample``), a batch of
 1-3 prompts left-padded with pad_token_id (new prompts: on the shipped model pieces of the engines cases' prompts
 recombined, on the tiny ones random ids), one or two eos ids (the first not always the one generated), a
 pad_token_id that is sometimes not an eos, max_new_tokens, repetition_penalty, no_repeat_ngram_size, min_length,
@@ -48,27 +51,35 @@ from typing import Any, Callable
 import numpy as np
 
 from .cases_decode import GOLDEN_MODELS, decode, full_config, model_for, smallest
-from .cases_engines import PROMPTS, SHIPPED
+from .cases_engines import PROMPTS, SHIPPED, SHIPPED_LLAMA
 from .compare import TOLERANCE
 from .progress import Progress
 from .registry import REGISTRY, Case
 
-__all__ = ["fresh_cases", "iter_fresh", "shard_size", "write_fresh", "add_parser", "main", "FRESH_GROUPS", "MORE_GROUPS", "NEAR_TIE"]
+__all__ = ["fresh_cases", "iter_fresh", "shard_size", "write_fresh", "add_parser", "main", "FRESH_GROUPS", "MORE_GROUPS",
+           "FAMILIES", "NEAR_TIE"]
 
 FRESH_GROUPS = ("greedy", "beam_search", "eos_heavy")
 MORE_GROUPS = ("plain_greedy", "sample")
-_TYPE = {"greedy": "engines_greedy", "plain_greedy": "engines_greedy", "sample": "gpt2_sample"}
-TYPES = ("engines_greedy", "engines_beam_search", "gpt2_sample")   # the case types of fresh cases, in a suite's order
+FAMILIES = ("gpt2", "llama")
+#: per family: the case type of each group (beam groups: the beam type) and the types in a suite's order
+_TYPE = {"gpt2": {"greedy": "engines_greedy", "plain_greedy": "engines_greedy", "sample": "gpt2_sample",
+                  "beam": "engines_beam_search"},
+         "llama": {"greedy": "engines_llama_greedy", "plain_greedy": "engines_llama_greedy", "sample": "llama_sample",
+                   "beam": "engines_llama_beam_search"}}
+TYPES = {f: (t["greedy"], t["beam"], t["sample"]) for f, t in _TYPE.items()}
 NEAR_TIE = TOLERANCE  # check's own: a margin at or below it is a near-tie
-TINY = ("decode-a", "decode-b", "decode-c")
+_SHIPPED = {"gpt2": SHIPPED, "llama": SHIPPED_LLAMA}
+TINY = {"gpt2": [GOLDEN_MODELS / name for name in ("decode-a", "decode-b", "decode-c")],
+        "llama": [SHIPPED_LLAMA.parent / "llama-tiny", GOLDEN_MODELS / "llama-gqa-tied"]}
 _POOL = sorted({t for ids in PROMPTS.values() for t in ids})   # tokens of the engines cases' prompts
 
 
-def _model(rng: np.random.Generator, group: str) -> Path:
+def _model(rng: np.random.Generator, group: str, family: str) -> Path:
     """The shipped model for a third of the greedy / beam cases; the tiny ones otherwise (and for eos_heavy)."""
     if group != "eos_heavy" and rng.random() < 1 / 3:
-        return SHIPPED
-    return GOLDEN_MODELS / TINY[int(rng.integers(len(TINY)))]
+        return _SHIPPED[family]
+    return TINY[family][int(rng.integers(len(TINY[family])))]
 
 
 def _prompts(rng: np.random.Generator, shipped: bool, vocab: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -140,13 +151,13 @@ def _reaches_short_walk(inp: dict) -> bool:
     return bool(events)
 
 
-def _draw(rng: np.random.Generator, group: str) -> dict:
+def _draw(rng: np.random.Generator, group: str, family: str = "gpt2") -> dict:
     """One case's input of ``group``; eos_heavy draws until the regime is reached (one draw in about 45 does; at
     most 2000 draws)."""
     for _ in range(2000 if group == "eos_heavy" else 1):
-        path = _model(rng, group)
-        shipped = path == SHIPPED
-        model = model_for({"kind": "gpt2", "path": str(path)}, {})
+        path = _model(rng, group, family)
+        shipped = path == _SHIPPED[family]
+        model = model_for({"kind": family, "path": str(path)}, {})
         vocab, model_eos = int(model.config.vocab_size), int(model.config.eos_token_id)
         eos = _eos(rng, shipped, model_eos, vocab)
         ids, mask = _prompts(rng, shipped, vocab, eos[0])
@@ -154,7 +165,7 @@ def _draw(rng: np.random.Generator, group: str) -> dict:
             eos = _likely_eos(model, ids, rng)
         config = _settings(rng, group, eos, ids.shape[1], shipped)
         ids[mask == 0] = config["pad_token_id"]
-        inp = {"model": {"kind": "gpt2", "path": str(path)}, "input_ids": ids, "attention_mask": mask,
+        inp = {"model": {"kind": family, "path": str(path)}, "input_ids": ids, "attention_mask": mask,
                "config": config}
         if config["do_sample"]:
             inp["uniforms"] = rng.random(config["max_new_tokens"] * ids.shape[0] * config["num_return_sequences"])
@@ -164,7 +175,7 @@ def _draw(rng: np.random.Generator, group: str) -> dict:
 
 
 def iter_fresh(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
-               stream: int = 0) -> Iterator[tuple[str, Case]]:
+               stream: int = 0, family: str = "gpt2") -> Iterator[tuple[str, Case]]:
     """``n`` cases drawn from ``seed``, the groups in turn, one at a time: (case type name, case).
 
     ``stream`` > 0: another ``n`` cases of the same seed, independent of stream 0's (NumPy's ``default_rng([seed,
@@ -177,30 +188,32 @@ def iter_fresh(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
     unknown = [g for g in groups if g not in FRESH_GROUPS + MORE_GROUPS]
     if not groups or unknown:
         raise ValueError(f"`groups` must be a non-empty selection of {FRESH_GROUPS + MORE_GROUPS}, got {list(groups)}")
-    return _draws(n, seed, groups, stream)
+    if family not in FAMILIES:
+        raise ValueError(f"`family` must be one of {FAMILIES}, got {family!r}")
+    return _draws(n, seed, groups, stream, family)
 
 
-def _draws(n: int, seed: int, groups: tuple[str, ...], stream: int) -> Iterator[tuple[str, Case]]:
+def _draws(n: int, seed: int, groups: tuple[str, ...], stream: int, family: str) -> Iterator[tuple[str, Case]]:
     rng = np.random.default_rng(seed if stream == 0 else [seed, stream])
     name = f"{seed}.{stream}" if stream else f"{seed}"
     for i in range(n):
         group = groups[i % len(groups)]
-        inp = _draw(rng, group)
+        inp = _draw(rng, group, family)
         margin = smallest(decode(inp)[1])
         c = inp["config"]
         note = (f"fresh seed {name} #{i} {group} on {Path(inp['model']['path']).name}: {inp['input_ids'].shape[0]} "
                 f"prompt(s){', left-padded' if (inp['attention_mask'] == 0).any() else ''}, "
                 + ", ".join(f"{k}={c[k]}" for k in _NOTE_FIELDS if c[k] != _DEFAULTS.get(k))
                 + (f"; near-tie: margin {margin:.2g}" if margin <= NEAR_TIE else ""))
-        yield _TYPE.get(group, "engines_beam_search"), Case(note, inp)
+        yield _TYPE[family].get(group, _TYPE[family]["beam"]), Case(note, inp)
 
 
 def fresh_cases(n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
-                stream: int = 0) -> dict[str, list[Case]]:
+                stream: int = 0, family: str = "gpt2") -> dict[str, list[Case]]:
     """:func:`iter_fresh`'s cases held whole: {"engines_greedy": [...], "engines_beam_search": [...],
-    "gpt2_sample": [...]}."""
-    out: dict[str, list[Case]] = {name: [] for name in TYPES}
-    for name, case in iter_fresh(n, seed, groups, stream):
+    "gpt2_sample": [...]} (``family="llama"``: the ``engines_llama_*`` types and ``llama_sample``)."""
+    out: dict[str, list[Case]] = {name: [] for name in TYPES.get(family, ())}
+    for name, case in iter_fresh(n, seed, groups, stream, family):
         out[name].append(case)
     return out
 
@@ -222,7 +235,7 @@ _DEFAULTS = {**full_config(), "eos_token_id": None, "pad_token_id": None, "max_n
 
 
 def write_fresh(directory: str | Path, n: int, seed: int, groups: tuple[str, ...] = FRESH_GROUPS,
-                stream: int = 0, fit: Callable[[Case], Case] | None = None) -> dict:
+                stream: int = 0, fit: Callable[[Case], Case] | None = None, family: str = "gpt2") -> dict:
     """Draw the cases and write each as it is drawn (``export.SuiteWriter``: any ``n``, never held whole); returns
     the manifest.
 
@@ -230,7 +243,7 @@ def write_fresh(directory: str | Path, n: int, seed: int, groups: tuple[str, ...
     are then those of the changed input, since the writer runs each case's type."""
     from .export import SuiteWriter
 
-    cases = iter_fresh(n, seed, groups, stream)
+    cases = iter_fresh(n, seed, groups, stream, family)
     writer = SuiteWriter(directory)
     try:
         with Progress(n, "fresh") as bar:
@@ -240,7 +253,7 @@ def write_fresh(directory: str | Path, n: int, seed: int, groups: tuple[str, ...
     except BaseException:
         writer.close()
         raise
-    return writer.finish(order=list(TYPES))
+    return writer.finish(order=list(TYPES[family]))
 
 
 def add_parser(sub: Any) -> None:
@@ -254,6 +267,9 @@ def add_parser(sub: Any) -> None:
     fr.add_argument("--groups", default=",".join(FRESH_GROUPS),
                     help=f"comma-separated, drawn in turn, of {', '.join(FRESH_GROUPS + MORE_GROUPS)} (default: "
                          f"{', '.join(FRESH_GROUPS)})")
+    fr.add_argument("--family", choices=FAMILIES, default="gpt2",
+                    help="the models drawn on: gpt2 (default; the shipped GPT-2 and the tiny decode-a/b/c) or llama "
+                         "(the shipped Llama, models/llama-tiny and llama-gqa-tied)")
     fr.add_argument("--shard", type=_shard, default=(0, 1), metavar="K/N",
                     help="write shard K (0 <= K < N) of N: its share of --n (n // N, one more for the first n %% N), "
                          "drawn from stream K of the seed, independent of the other shards' (NumPy's "
@@ -280,7 +296,7 @@ def main(args: argparse.Namespace) -> int:
     if shards > 1 and args.n < shards:
         raise ValueError(f"`--n` has to be at least the number of shards ({shards}) with --shard, but is {args.n}")
     n = shard_size(args.n, k, shards) if shards > 1 else args.n
-    manifest = write_fresh(args.dir, n, args.seed, groups, stream=k)
+    manifest = write_fresh(args.dir, n, args.seed, groups, stream=k, family=args.family)
     ties = 0
     for t in manifest["case_types"]:
         with open(Path(args.dir) / t["file"]) as f:   # line by line: a shard may be large
