@@ -79,3 +79,14 @@ def test_eos_stops_runs_every_row_to_max_new_tokens():
     width = len(r["input_ids"][0]) + int(r["config"]["max_new_tokens"])
     assert len(decode(PROFILE, r)[0]) == width
     assert len(decode(PROFILES["transformers-4.38.2"], r)[0]) < width
+
+
+def test_rms_eps_turns_a_greedy_answer_llama2py_gave():
+    """examples/peers/llama2-py/switch_cases.jsonl: a prompt on llama-gqa-tied (rms_norm_eps 1e-6) where the epsilon
+    turns a near-tie at the 4th new token, asked of llama2-py through its adapter: its answer is the profile's with
+    rms_eps="1e-5" (P2), not with the checkpoint's epsilon; and it goes on past the eos 2 (P3)."""
+    r = json.loads((RECORDS.parent / "switch_cases.jsonl").read_text().splitlines()[0])
+    answer = r["response"]["output"]["sequences"]
+    assert decode(PROFILE, r) == answer
+    assert decode(replace(PROFILE, rms_eps="checkpoint"), r) != answer
+    assert 2 in answer[0][4:-1] and answer != r["expected"]["sequences"]
