@@ -90,3 +90,28 @@ def test_rms_eps_turns_a_greedy_answer_llama2py_gave():
     assert decode(PROFILE, r) == answer
     assert decode(replace(PROFILE, rms_eps="checkpoint"), r) != answer
     assert 2 in answer[0][4:-1] and answer != r["expected"]["sequences"]
+
+
+def test_the_fresh_fit_gives_one_unpadded_row_on_llama_gqa_tied():
+    """fresh_check.py's for_llama2py: the first prompt without its padding, ids and eos mod 128 on llama-gqa-tied,
+    one row, none of the options llama2-py lacks, the uniforms of that one row."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("fresh_check", ROOT / "examples" / "engines" / "fresh_check.py")
+    fresh_check = importlib.util.module_from_spec(spec)
+    sys.modules["fresh_check"] = fresh_check
+    spec.loader.exec_module(fresh_check)
+    base = {"model": {"kind": "llama", "path": "x"}, "input_ids": np.array([[7, 50256, 198, 300], [1, 2, 3, 4]]),
+            "attention_mask": np.array([[0, 1, 1, 1], [1, 1, 1, 1]]), "uniforms": np.arange(12) / 12,
+            "config": {"eos_token_id": [198, 326], "pad_token_id": 7, "max_new_tokens": 3, "do_sample": True,
+                       "num_return_sequences": 2, "repetition_penalty": 1.3, "no_repeat_ngram_size": 2,
+                       "min_length": 9, "min_new_tokens": 2, "top_k": 50, "top_p": 0.8}}
+    fit = fresh_check.for_llama2py(base)
+    c = fit["config"]
+    assert fit["input_ids"].tolist() == [[50256 % 128, 198 % 128, 300 % 128]]
+    assert fit["attention_mask"].tolist() == [[1, 1, 1]] and fit["model"]["path"].endswith("llama-gqa-tied")
+    assert c["eos_token_id"] == [70] and c["pad_token_id"] == 7 and c["max_new_tokens"] == 3
+    assert (c["num_return_sequences"], c["repetition_penalty"], c["no_repeat_ngram_size"], c["min_length"],
+            c["min_new_tokens"], c["top_k"], c["top_p"]) == (1, 1.0, 0, 0, 0, 0, 1.0)
+    assert fit["uniforms"].tolist() == (np.arange(3) / 12).tolist()
