@@ -41,6 +41,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from refdecode.reference.conformance.cases_decode import decode, model_for, smallest
 from refdecode.reference.conformance.cases_engines import SHIPPED
 from refdecode.reference.conformance.check import Implementation, NoAnswer
@@ -53,6 +55,7 @@ from refdecode.reference.engines import PROFILES, NextTokenLogits, decode_as
 from refdecode.reference.engines.beam import NotSimulated, Undefined
 
 HERE = Path(__file__).resolve().parent
+GQA_TIED = HERE.parents[1] / "tests" / "golden" / "models" / "llama-gqa-tied"
 #: profiles answered by another engine's adapter in another mode: profile -> (engine folder, environment)
 VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1"),
             "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1")}
@@ -108,6 +111,25 @@ def for_openvino(inp: dict) -> dict:
     return _config(inp, min_length=0)
 
 
+def for_llama2py(inp: dict) -> dict:
+    """On llama-gqa-tied, ids mod 128 (llama2-py's pure-Python forward pass takes about 0.01 s a token there, against
+    1.4 s on the shipped Llama and 0.35 s on llama-tiny, whose 50,257-word classifier dominates), the first prompt
+    unpadded and one returned row (llama2-py runs one prompt), no repetition penalty, n-gram ban or minimum length,
+    top_k 0 and top_p 1 (it has none of these options)."""
+    ids = np.asarray(inp["input_ids"])                                     # (B, T)
+    mask = np.ones_like(ids) if inp.get("attention_mask") is None else np.asarray(inp["attention_mask"])
+    row = ids[:1, mask[0] == 1] % 128                                      # (1, T0): the first prompt, unpadded
+    c = inp["config"]
+    eos = list(dict.fromkeys(int(e) % 128 for e in c["eos_token_id"]))
+    inp = _config({**inp, "model": {"kind": "llama", "path": str(GQA_TIED)}, "input_ids": row,
+                   "attention_mask": np.ones_like(row)}, num_return_sequences=1, repetition_penalty=1.0,
+                  no_repeat_ngram_size=0, min_length=0, min_new_tokens=0, eos_token_id=eos,
+                  pad_token_id=int(c["pad_token_id"]) % 128)
+    if not c.get("do_sample"):
+        return inp
+    return _config({**inp, "uniforms": np.asarray(inp["uniforms"])[:int(c["max_new_tokens"])]}, top_k=0, top_p=1.0)
+
+
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
@@ -123,6 +145,8 @@ DRAWS: dict[str, Draw] = {
     "transformers-4.38.2-flax": Draw("flax", FRESH_GROUPS, for_flax, _says(for_flax)),
     "transformers-4.38.2-tf": Draw("tf", FRESH_GROUPS, for_tf, _says(for_tf)),
     "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
+    "llama2-py": Draw("llama2-py-gqa", ("plain_greedy", "sample"), for_llama2py,
+                      "groups plain_greedy, sample; " + _says(for_llama2py), family="llama"),
 }
 
 

@@ -95,7 +95,8 @@ def _parse(line: str) -> tuple[Any, dict]:
 
 #: Decode types an engine profile answers (sequences, and sequences_scores for beams where the engine returns them).
 PROFILE_TYPES = ("engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search",
-                 "gpt2_greedy", "gpt2_sample")
+                 "gpt2_greedy", "gpt2_sample", "engines_llama_greedy", "engines_llama_beam_search", "llama_greedy",
+                 "llama_sample")
 
 
 def _as_engine(profile: str, case_type: Any, request: dict) -> dict:

@@ -192,6 +192,16 @@ class EngineRules:
       its GELU, tanh or erf, as ggml's one tanh GELU through its fp16 table (llama.cpp:
       ``ggml/src/ggml-cpu/vec.h`` :987-1000, ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up
       to a few 1e-3 (the llama-cpp FINDINGS, "Numerics").
+
+    llama2-py 0.0.6 (llama2.c's run.c in pure Python, ``llama2_py.py``; its FINDINGS P1-P4):
+
+    * ``rms_eps``: ``"checkpoint"`` the RMSNorm epsilon of the checkpoint's ``rms_norm_eps``; ``"1e-5"`` the
+      epsilon llama2-py (and llama2.c's run.c:189) hard-codes whatever the checkpoint says (``rmsnorm``,
+      llama2_py.py:95; P2): a forward-pass departure, on a checkpoint trained with another epsilon (llama-tiny
+      and llama-gqa-tied: 1e-6) other logits.
+    * ``eos_stops``: False: greedy and sampling never stop on an eos, every row runs max_new_tokens (llama2-py's
+      ``run()`` loop is ``while pos < steps``, llama2_py.py:434, with no stop token at all; P3); 4.38.2 stops a
+      row at its first eos and pads it.
     """
 
     rp_ctx: str = "row"
@@ -229,13 +239,16 @@ class EngineRules:
     sample_one_row: bool = False
     beam_scores: bool = True
     activation: str = "checkpoint"
+    rms_eps: str = "checkpoint"
+    eos_stops: bool = True
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
                    "warpers": ("4.38", "llama", "mlx", "tf", "flax"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
-                   "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16")}
+                   "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16"),
+                   "rms_eps": ("checkpoint", "1e-5")}
         for name, values in allowed.items():
             if getattr(self, name) not in values:
                 raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
@@ -287,6 +300,9 @@ PROFILES: dict[str, EngineRules] = {
     # FX1 .. FX7 (one eos id: Flax takes no list)
     "transformers-4.38.2-flax": EngineRules(missing_processors=True, min_length_inclusive=True, full_width=True,
                                             loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
+    # P2, P3 (llama2-py 0.0.6; P1, no grouped-query attention, is met by convert.py's repeated key/value heads;
+    # one prompt per run: the adapter answers batch 1 only)
+    "llama2-py": EngineRules(rms_eps="1e-5", eos_stops=False),
 }
 
 

@@ -166,6 +166,7 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
             tok = int(multinomial(softmax(scores[None]), 1, rng=_Given(u[t * N + r]))[0, 0])
             gens[r].append(tok)
             finished[r] = tok in prompt.eos if rules.stop_when_all_last_eos else finished[r] or tok in prompt.eos
+            finished[r] = finished[r] and rules.eos_stops       # llama2-py P3: no eos stops a row
         if all(finished):
             break
     out = [drop_trailing_pads(g, p, rules) for g, p in zip(gens, rows)]

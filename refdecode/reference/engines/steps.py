@@ -35,14 +35,14 @@ class NextTokenLogits:
     The memo is the point (the state): attribution runs the same prefixes under many rule sets.
     """
 
-    def __init__(self, model: Any, activation: str = "checkpoint"):
-        self.model, self.activation = model, activation
+    def __init__(self, model: Any, activation: str = "checkpoint", rms_eps: str = "checkpoint"):
+        self.model, self.activation, self.rms_eps = model, activation, rms_eps
         self.memo: dict[tuple[int, ...], np.ndarray] = {}
 
     def __call__(self, tokens: tuple[int, ...] | list[int]) -> np.ndarray:
         key = tuple(int(t) for t in tokens)
         if key not in self.memo:
-            with _activation(self.model, self.activation):
+            with _activation(self.model, self.activation), _rms_eps(self.model, self.rms_eps):
                 out = self.model(np.array([key], dtype=np.int64))                 # (1, T, V)
             self.memo[key] = np.asarray(out.logits[0, -1], dtype=np.float32)      # (V,)
         return self.memo[key]
@@ -62,6 +62,22 @@ def _activation(model: Any, activation: str) -> Iterator[None]:
         yield
     finally:
         ACT2FN[name] = {"gelu_new": gelu_new, "gelu": gelu}[name]
+
+
+@contextlib.contextmanager
+def _rms_eps(model: Any, rms_eps: str) -> Iterator[None]:
+    """``"1e-5"``: the Llama's RMSNorm epsilon is 1e-5 for this call, whatever its ``rms_norm_eps`` (llama2-py's
+    ``rmsnorm``, llama2_py.py:95; llama2.c run.c:189)."""
+    config = getattr(model, "config", None)
+    if rms_eps == "checkpoint" or not hasattr(config, "rms_norm_eps"):
+        yield
+        return
+    kept = config.rms_norm_eps
+    object.__setattr__(config, "rms_norm_eps", 1e-5)       # the frozen config, restored below
+    try:
+        yield
+    finally:
+        object.__setattr__(config, "rms_norm_eps", kept)
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
