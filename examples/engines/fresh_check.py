@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from refdecode.reference.conformance.cases_decode import decode, model_for, smallest
-from refdecode.reference.conformance.cases_engines import SHIPPED
+from refdecode.reference.conformance.cases_engines import SHIPPED, SHIPPED_LLAMA
 from refdecode.reference.conformance.check import Implementation, NoAnswer
 from refdecode.reference.conformance.fresh import FRESH_GROUPS, NEAR_TIE, write_fresh
 from refdecode.reference.conformance.kinds import to_json
@@ -55,7 +55,9 @@ from refdecode.reference.engines.beam import NotSimulated, Undefined
 HERE = Path(__file__).resolve().parent
 #: profiles answered by another engine's adapter in another mode: profile -> (engine folder, environment)
 VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1"),
-            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1")}
+            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1"),
+            "llms-from-scratch-kv": ("llms-from-scratch", "SCRATCH_KV=1"),
+            "llms-from-scratch-qwen3": ("llms-from-scratch", "SCRATCH_LLAMA=qwen3")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +110,18 @@ def for_openvino(inp: dict) -> dict:
     return _config(inp, min_length=0)
 
 
+def for_scratch(inp: dict) -> dict:
+    """One eos id, the first drawn, no repetition penalty and no top-p (ch05 generate of llms-from-scratch takes one
+    eos_id and has neither option); sampling on the shipped model at most 4 new tokens (its cases' full-vocabulary
+    scores, no top-p to cut them, stay under the suite's 64 MiB line)."""
+    inp = _config(inp, eos_token_id=[inp["config"]["eos_token_id"][0]], repetition_penalty=1.0, top_p=1.0)
+    if inp["config"].get("do_sample") and Path(inp["model"]["path"]).name in (SHIPPED.name, SHIPPED_LLAMA.name):
+        inp = _config(inp, max_new_tokens=min(int(inp["config"]["max_new_tokens"]), 4))
+        inp["uniforms"] = inp["uniforms"][:inp["config"]["max_new_tokens"] * len(inp["input_ids"])
+                                          * int(inp["config"].get("num_return_sequences") or 1)]
+    return inp
+
+
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
@@ -123,6 +137,14 @@ DRAWS: dict[str, Draw] = {
     "transformers-4.38.2-flax": Draw("flax", FRESH_GROUPS, for_flax, _says(for_flax)),
     "transformers-4.38.2-tf": Draw("tf", FRESH_GROUPS, for_tf, _says(for_tf)),
     "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
+    "llms-from-scratch": Draw("scratch", ("plain_greedy", "sample"), for_scratch,
+                              "groups plain_greedy, sample; " + _says(for_scratch)),
+    "llms-from-scratch-qwen3": Draw("scratch-llama", ("plain_greedy", "sample"), for_scratch,
+                                    "groups plain_greedy, sample on the Llama family; " + _says(for_scratch),
+                                    family="llama"),
+    "llms-from-scratch-kv": Draw("scratch-kv-llama", ("plain_greedy",), for_scratch,
+                                 "group plain_greedy on the Llama family (the KV-cache loop is greedy only); "
+                                 + _says(for_scratch), family="llama"),
 }
 
 
