@@ -17,7 +17,8 @@ from refdecode.reference.engines.sampling import scratch_chain
 
 PEER = ROOT / "examples" / "peers" / "llms-from-scratch"
 #: recorded answers per profile: the adapter's default mode, SCRATCH_KV=1, SCRATCH_LLAMA=qwen3
-RECORDS = {"llms-from-scratch": "responses.jsonl", "llms-from-scratch-kv": "responses-kv.jsonl"}
+RECORDS = {"llms-from-scratch": "responses.jsonl", "llms-from-scratch-kv": "responses-kv.jsonl",
+           "llms-from-scratch-qwen3": "responses-qwen3.jsonl"}
 
 
 def answered(profile: str) -> list[dict]:
