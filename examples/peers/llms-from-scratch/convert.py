@@ -50,7 +50,8 @@ def gpt2_params(weights: dict[str, np.ndarray], n_layer: int) -> dict:
 
 def convert(src: Path, out: Path) -> None:
     config = json.loads((src / "config.json").read_text())
-    weights = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in load_file(str(src / "model.safetensors")).items()}
+    weights = {k: np.ascontiguousarray(v, dtype=np.float32)
+               for k, v in load_file(str(src / "model.safetensors")).items()}
     if config["model_type"] == "gpt2":
         params = gpt2_params(weights, int(config["n_layer"]))
     else:

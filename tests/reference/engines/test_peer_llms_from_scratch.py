@@ -30,7 +30,8 @@ def answered(profile: str) -> list[dict]:
 def logits_of(name: str, rms_norm_eps: str = "checkpoint") -> NextTokenLogits:
     from refdecode.reference.conformance.cases_decode import model_for
 
-    kind = "gpt2" if json.loads((model_dir(name) / "config.json").read_text())["model_type"] == "gpt2" else "llama"
+    config = json.loads((model_dir(name) / "config.json").read_text())
+    kind = "gpt2" if config["model_type"] == "gpt2" else "llama"
     return NextTokenLogits(model_for({"kind": kind, "path": str(model_dir(name))}, {}), rms_norm_eps=rms_norm_eps)
 
 
