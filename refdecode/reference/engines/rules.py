@@ -201,7 +201,7 @@ class EngineRules:
       4.38.2 divides first (utils.py:740-744). One set in exact arithmetic; in float32 a score just below the k-th
       can round onto it after the division, which 4.38.2 then keeps (S2).
     * ``eos_ignored``: no eos stops a row or is masked: every row runs max_new_tokens steps and an eos is a plain
-      token (the package's KV-cache ``generate_text_simple``, kv_cache/generate.py:9-31, takes no eos id, S5).
+      token (the package's KV-cache ``generate_text_simple``, kv_cache/generate.py:11-31, takes no eos id, S5).
     * ``rms_norm_eps``: ``"checkpoint"`` the checkpoint's ``rms_norm_eps`` (4.38.2, ``LlamaRMSNorm``); ``"1e-5"`` /
       ``"1e-6"`` that epsilon in every RMSNorm whatever the checkpoint says (the package's ``Llama3Model`` writes
       ``nn.RMSNorm(..., eps=1e-5)``, llama3.py:64, :103-104; its ``Qwen3Model`` ``RMSNorm(..., eps=1e-6)``,
