@@ -44,7 +44,7 @@ from typing import Any, Callable
 import numpy as np
 
 from refdecode.reference.conformance.cases_decode import decode, model_for, smallest
-from refdecode.reference.conformance.cases_engines import SHIPPED
+from refdecode.reference.conformance.cases_engines import SHIPPED, SHIPPED_LLAMA
 from refdecode.reference.conformance.check import Implementation, NoAnswer
 from refdecode.reference.conformance.fresh import FRESH_GROUPS, NEAR_TIE, write_fresh
 from refdecode.reference.conformance.kinds import to_json
@@ -58,7 +58,9 @@ HERE = Path(__file__).resolve().parent
 GQA_TIED = HERE.parents[1] / "tests" / "golden" / "models" / "llama-gqa-tied"
 #: profiles answered by another engine's adapter in another mode: profile -> (engine folder, environment)
 VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1"),
-            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1")}
+            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1"),
+            "llms-from-scratch-kv": ("llms-from-scratch", "SCRATCH_KV=1"),
+            "llms-from-scratch-qwen3": ("llms-from-scratch", "SCRATCH_LLAMA=qwen3")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +131,17 @@ def for_llama2py(inp: dict) -> dict:
         return inp
     return _config({**inp, "uniforms": np.asarray(inp["uniforms"])[:int(c["max_new_tokens"])]}, top_k=0, top_p=1.0)
 
+def for_scratch(inp: dict) -> dict:
+    """One eos id, the first drawn, no repetition penalty and no top-p (ch05 generate of llms-from-scratch takes one
+    eos_id and has neither option); sampling on the shipped model at most 4 new tokens (its cases' full-vocabulary
+    scores, no top-p to cut them, stay under the suite's 64 MiB line)."""
+    inp = _config(inp, eos_token_id=[inp["config"]["eos_token_id"][0]], repetition_penalty=1.0, top_p=1.0)
+    if inp["config"].get("do_sample") and Path(inp["model"]["path"]).name in (SHIPPED.name, SHIPPED_LLAMA.name):
+        inp = _config(inp, max_new_tokens=min(int(inp["config"]["max_new_tokens"]), 4))
+        inp["uniforms"] = inp["uniforms"][:inp["config"]["max_new_tokens"] * len(inp["input_ids"])
+                                          * int(inp["config"].get("num_return_sequences") or 1)]
+    return inp
+
 
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
@@ -147,6 +160,14 @@ DRAWS: dict[str, Draw] = {
     "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
     "llama2-py": Draw("llama2-py-gqa", ("plain_greedy", "sample"), for_llama2py,
                       "groups plain_greedy, sample; " + _says(for_llama2py), family="llama"),
+    "llms-from-scratch": Draw("scratch", ("plain_greedy", "sample"), for_scratch,
+                              "groups plain_greedy, sample; " + _says(for_scratch)),
+    "llms-from-scratch-qwen3": Draw("scratch-llama", ("plain_greedy", "sample"), for_scratch,
+                                    "groups plain_greedy, sample on the Llama family; " + _says(for_scratch),
+                                    family="llama"),
+    "llms-from-scratch-kv": Draw("scratch-kv-llama", ("plain_greedy",), for_scratch,
+                                 "group plain_greedy on the Llama family (the KV-cache loop is greedy only); "
+                                 + _says(for_scratch), family="llama"),
 }
 
 

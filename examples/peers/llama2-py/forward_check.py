@@ -6,7 +6,7 @@ For each Llama checkpoint (the shipped tiny-shakespeare-llama, llama-tiny, llama
 wrote (``cache/``; run the adapter once, or convert.py, first) is read with llama2-py's readers and run with its
 ``transformer(token, pos, ...)`` (loaded from ``env/`` by file path: llama2-py is one standard-library file), one
 token at a time; refdecode's Llama runs the same ids in one call, with its RMSNorm epsilon at the checkpoint's
-``rms_norm_eps`` and at llama2-py's hard-coded 1e-5 (the profile's ``rms_eps="1e-5"``, FINDINGS P2). Printed per
+``rms_norm_eps`` and at llama2-py's hard-coded 1e-5 (the profile's ``rms_norm_eps="1e-5"``, FINDINGS P2). Printed per
 checkpoint and epsilon: the largest |difference| over the largest |logit| (relative), over all positions.
 """
 
@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 from refdecode.model.llama_modeling import Llama  # noqa: E402
-from refdecode.reference.engines.steps import _rms_eps  # noqa: E402
+from refdecode.reference.engines.steps import _rms_norm_eps  # noqa: E402
 
 MODELS = [ROOT / "models" / "tiny-shakespeare-llama", ROOT / "models" / "llama-tiny",
           ROOT / "tests" / "golden" / "models" / "llama-gqa-tied"]
@@ -68,10 +68,10 @@ def main() -> int:
         theirs = peer_logits(l2, conf, weights, ids)
         model = Llama.from_pretrained(folder)
         for eps in ("checkpoint", "1e-5"):
-            with _rms_eps(model, eps):
+            with _rms_norm_eps(model, eps):
                 mine = model(np.array([ids])).logits[0].astype(np.float64)          # (T, V) float32 -> float64
             rel = float(np.abs(mine - theirs).max() / np.abs(mine).max())
-            out[f"{folder.name} rms_eps={eps} (checkpoint {model.config.rms_norm_eps:g})"] = rel
+            out[f"{folder.name} rms_norm_eps={eps} (checkpoint {model.config.rms_norm_eps:g})"] = rel
             print(f"{folder.name:24s} refdecode eps {eps:10s} (checkpoint {model.config.rms_norm_eps:g}): "
                   f"max |diff| / max |logit| = {rel:.2e} over {len(ids)} positions", flush=True)
     if args.json:

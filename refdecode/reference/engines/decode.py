@@ -80,9 +80,11 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         raise ValueError(f"`input_ids` and `attention_mask` must be int arrays of one shape (B, T), got "
                          f"{ids.shape} and {mask.shape}")
     cfg = normalized_config(config, ids.shape[1])
-    if isinstance(model, NextTokenLogits) and (model.activation, model.rms_eps) != (rules.activation, rules.rms_eps):
-        model = model.model                # another activation or epsilon: other logits, its own memo
-    logits = model if isinstance(model, NextTokenLogits) else NextTokenLogits(model, rules.activation, rules.rms_eps)
+    if isinstance(model, NextTokenLogits) and (model.activation, model.rms_norm_eps) != (rules.activation,
+                                                                                         rules.rms_norm_eps):
+        model = model.model                # another activation or epsilon: other logits, their own memo
+    logits = model if isinstance(model, NextTokenLogits) else NextTokenLogits(model, rules.activation,
+                                                                              rules.rms_norm_eps)
     prompts = [Prompt(r.tolist(), m.tolist(), cfg, rules, len(ids)) for r, m in zip(ids, mask)]
     beams = int(cfg["num_beams"]) > 1 and not rules.beam_is_greedy
     if margins is not None:

@@ -4,8 +4,7 @@ Contract: ``greedy(logits, prompts, rules) -> [[(new tokens, None)] per prompt]`
 ``decode.py``'s. Switches read: ``drop_last_step`` (onnxruntime-genai G10), ``pad_after_eos`` and ``stop_when_all_last_eos`` (transformers.js T1,
 modeling_utils.js:1005-1027, stopping_criteria.js:131-136), ``argmax_of_probs`` and ``lockstep_width``
 (keras-hub K1, gpt2_causal_lm.py:240-283, samplers/sampler.py:113-128), and through ``Prompt`` the processors'
-switches and ``trailing_pad_is_padding``;
-``eos_stops`` (llama2-py P3, llama2_py.py:434: no eos stop). 4.38.2's rule (utils.py ``_greedy_search``): every row takes
+switches and ``trailing_pad_is_padding``. 4.38.2's rule (utils.py ``_greedy_search``): every row takes
 argmax(processed logits); a row that has emitted an eos gets pad_token_id; stop when every row has finished or
 after max_new_tokens.
 """
@@ -44,7 +43,6 @@ def greedy(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules) -
             gens[b].append(tok)
             # transformers.js: done = the LAST token is an eos; 4.38.2: done once an eos was emitted
             finished[b] = tok in prompt.eos if rules.stop_when_all_last_eos else finished[b] or tok in prompt.eos
-            finished[b] = finished[b] and rules.eos_stops       # llama2-py P3: no eos stops a row
         if all(finished):
             if rules.drop_last_step:    # onnxruntime-genai G10: the step that finished the last row is not written
                 for g in gens:
@@ -55,7 +53,7 @@ def greedy(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules) -
 
 def drop_trailing_pads(gen: list[int], prompt: Prompt, rules: EngineRules) -> list[int]:
     """The pads written after an eos are the layout's business (decode.py pads every row to the longest)."""
-    if not rules.pad_after_eos or not rules.eos_stops:
+    if not rules.pad_after_eos:
         return gen
     for i, t in enumerate(gen):
         if t in prompt.eos:

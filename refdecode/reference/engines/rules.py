@@ -193,15 +193,25 @@ class EngineRules:
       ``ggml/src/ggml-cpu/vec.h`` :987-1000, ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up
       to a few 1e-3 (the llama-cpp FINDINGS, "Numerics").
 
-    llama2-py 0.0.6 (llama2.c's run.c in pure Python, ``llama2_py.py``; its FINDINGS P1-P4):
+    llms-from-scratch 1.0.19 (Raschka's "Build a Large Language Model (From Scratch)"; examples/peers/llms-from-scratch,
+    FINDINGS S1 .. S6):
 
-    * ``rms_eps``: ``"checkpoint"`` the RMSNorm epsilon of the checkpoint's ``rms_norm_eps``; ``"1e-5"`` the
-      epsilon llama2-py (and llama2.c's run.c:189) hard-codes whatever the checkpoint says (``rmsnorm``,
-      llama2_py.py:95; P2): a forward-pass departure, on a checkpoint trained with another epsilon (llama-tiny
-      and llama-gqa-tied: 1e-6) other logits.
-    * ``eos_stops``: False: greedy and sampling never stop on an eos, every row runs max_new_tokens (llama2-py's
-      ``run()`` loop is ``while pos < steps``, llama2_py.py:434, with no stop token at all; P3); 4.38.2 stops a
-      row at its first eos and pads it.
+    * ``warpers="scratch"`` (a value of ``warpers``): top-k on the processed scores (ties at the k-th value kept:
+      ``torch.where(logits < min_val, -inf, logits)``), THEN the division by the temperature (ch05.py:29-37);
+      4.38.2 divides first (utils.py:740-744). One set in exact arithmetic; in float32 a score just below the k-th
+      can round onto it after the division, which 4.38.2 then keeps (S2).
+    * ``eos_ignored``: no eos stops a row or is masked: every row runs max_new_tokens steps and an eos is a plain
+      token (the package's KV-cache ``generate_text_simple``, kv_cache/generate.py:11-31, takes no eos id, S5).
+    * ``rms_norm_eps``: ``"checkpoint"`` the checkpoint's ``rms_norm_eps`` (4.38.2, ``LlamaRMSNorm``); ``"1e-5"`` /
+      ``"1e-6"`` that epsilon in every RMSNorm whatever the checkpoint says (the package's ``Llama3Model`` writes
+      ``nn.RMSNorm(..., eps=1e-5)``, llama3.py:64, :103-104; its ``Qwen3Model`` ``RMSNorm(..., eps=1e-6)``,
+      qwen3.py:133, :180-181; S4). A forward-pass rule, as ``activation``: on a checkpoint whose hidden states
+      are small (the tiny Llamas' embeddings, std 0.02) it moves the logits far beyond float32 rounding.
+
+    llama2-py 0.0.6 (llama2.c's run.c in pure Python, ``llama2_py.py``; its FINDINGS P1-P4) uses two of them:
+    ``rms_norm_eps="1e-5"`` (``rmsnorm`` hard-codes 1e-5 whatever the checkpoint says, llama2_py.py:95, as llama2.c's
+    run.c:189; P2) and ``eos_ignored`` (``run()`` loops ``while pos < steps``, llama2_py.py:434, with no stop token at
+    all; P3).
     """
 
     rp_ctx: str = "row"
@@ -239,16 +249,16 @@ class EngineRules:
     sample_one_row: bool = False
     beam_scores: bool = True
     activation: str = "checkpoint"
-    rms_eps: str = "checkpoint"
-    eos_stops: bool = True
+    eos_ignored: bool = False
+    rms_norm_eps: str = "checkpoint"
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
-                   "warpers": ("4.38", "llama", "mlx", "tf", "flax"),
+                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "scratch"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16"),
-                   "rms_eps": ("checkpoint", "1e-5")}
+                   "rms_norm_eps": ("checkpoint", "1e-5", "1e-6")}
         for name, values in allowed.items():
             if getattr(self, name) not in values:
                 raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
@@ -302,7 +312,13 @@ PROFILES: dict[str, EngineRules] = {
                                             loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
     # P2, P3 (llama2-py 0.0.6; P1, no grouped-query attention, is met by convert.py's repeated key/value heads;
     # one prompt per run: the adapter answers batch 1 only)
-    "llama2-py": EngineRules(rms_eps="1e-5", eos_stops=False),
+    "llama2-py": EngineRules(rms_norm_eps="1e-5", eos_ignored=True),
+    # S1 .. S4: ch05 ``generate`` (one prompt at a time, one eos id) on ch04's GPTModel or llama3's Llama3Model
+    "llms-from-scratch": EngineRules(stop_eos_dropped=True, warpers="scratch", rms_norm_eps="1e-5"),
+    # S4, S5: kv_cache/generate.py ``generate_text_simple`` (greedy, no eos) on kv_cache/llama3.py's Llama3Model
+    "llms-from-scratch-kv": EngineRules(eos_ignored=True, rms_norm_eps="1e-5"),
+    # S1 .. S4 with qwen3.py's Qwen3Model, qk_norm off (a Llama checkpoint has no q/k norms): its eps 1e-6
+    "llms-from-scratch-qwen3": EngineRules(stop_eos_dropped=True, warpers="scratch", rms_norm_eps="1e-6"),
 }
 
 

@@ -12,8 +12,8 @@ uniform, row r at step t the uniform ``uniforms[t * N + r]`` (the suite's draw o
 (refdecode's ``multinomial``); a finished row gets pad_token_id; stop when every row has finished or after
 max_new_tokens. Switches read: ``warpers`` (``"4.38"`` refdecode's 4.38.2 warpers, ``"llama"`` llama.cpp's chain,
 L2, ``"mlx"`` mlx-lm's, M3, ``"tf"`` transformers 4.38.2's TF warpers, TF5, ``"flax"`` transformers 4.38.2 Flax's,
-FX8), ``sample_one_row`` (Flax), ``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt``
-the processors'.
+FX8, ``"scratch"`` llms-from-scratch's top-k then temperature, S2), ``sample_one_row`` (Flax), ``pad_after_eos`` /
+``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .greedy import drop_trailing_pads
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers", "flax_chain"]
+__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers", "flax_chain", "scratch_chain"]
 
 
 class _Given(np.random.Generator):
@@ -124,6 +124,16 @@ def flax_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float)
     return row
 
 
+def scratch_chain(scores: np.ndarray, temperature: float, top_k: int) -> np.ndarray:
+    """llms-from-scratch 1.0.19's ch05 ``generate`` on one row (V,): top-k on the scores, ties at the k-th value
+    kept (``torch.where(logits < min_val, -inf, logits)``), then the division by the temperature (ch05.py:29-37)."""
+    row = np.array(scores, dtype=np.float32, copy=True)
+    if top_k > 0:
+        kth = np.sort(row)[-min(top_k, row.size)]
+        row = np.where(row < kth, np.float32(-np.inf), row).astype(np.float32)
+    return (row / np.float32(temperature)).astype(np.float32)
+
+
 def _flax_order(row: np.ndarray) -> np.ndarray:
     """``lax.top_k``'s order: descending in XLA's total order (+0.0 above -0.0), equal values by the lower index."""
     return np.lexsort((np.arange(row.size), np.signbit(row), -row))
@@ -160,13 +170,14 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
                 scores = tf_warpers(scores, temperature, top_k, top_p)
             elif rules.warpers == "flax":
                 scores = flax_chain(scores, temperature, top_k, top_p)
+            elif rules.warpers == "scratch":
+                scores = scratch_chain(scores, temperature, top_k)
             else:
                 ids = np.array([prompt.row + gens[r]], dtype=np.int64)                                   # (1, T+t)
                 scores = np.asarray(warpers(ids, scores[None]), dtype=np.float32)[0]
             tok = int(multinomial(softmax(scores[None]), 1, rng=_Given(u[t * N + r]))[0, 0])
             gens[r].append(tok)
             finished[r] = tok in prompt.eos if rules.stop_when_all_last_eos else finished[r] or tok in prompt.eos
-            finished[r] = finished[r] and rules.eos_stops       # llama2-py P3: no eos stops a row
         if all(finished):
             break
     out = [drop_trailing_pads(g, p, rules) for g, p in zip(gens, rows)]

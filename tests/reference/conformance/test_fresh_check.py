@@ -111,6 +111,20 @@ def test_each_fit_gives_a_case_its_engine_takes():
     assert base["config"]["min_length"] == 9   # the drawn input is left as it was
 
 
+def test_the_scratch_fit_keeps_one_eos_and_cuts_the_shipped_samples():
+    fresh_check = _fresh_check()
+    drawn = {"model": {"kind": "gpt2", "path": "models/tiny-shakespeare"}, "input_ids": [[1, 2], [3, 4]],
+             "config": {"eos_token_id": [198, 11], "repetition_penalty": 1.3, "top_p": 0.8, "do_sample": True,
+                        "max_new_tokens": 9, "num_return_sequences": 2}, "uniforms": list(range(36))}
+    fitted = fresh_check.for_scratch(drawn)
+    c = fitted["config"]
+    assert (c["eos_token_id"], c["repetition_penalty"], c["top_p"], c["max_new_tokens"]) == ([198], 1.0, 1.0, 4)
+    assert fitted["uniforms"] == list(range(16))        # steps 0-3 of the 4 rows, the draw order t * N + r
+    tiny = fresh_check.for_scratch({**drawn, "model": {"kind": "gpt2", "path": "tests/golden/models/decode-a"}})
+    assert tiny["config"]["max_new_tokens"] == 9 and len(tiny["uniforms"]) == 36
+    assert drawn["config"]["eos_token_id"] == [198, 11]   # the drawn input is left as it was
+
+
 def test_where_the_profile_predicts_undefined_a_failure_is_modelled_and_rows_are_listed_apart(tmp_path, monkeypatch):
     """onnxruntime-genai G5 at the first step: the engine reads memory it never wrote; an error there is the failure
     the profile allows, rows there are listed as undefined_answered, neither a mismatch."""

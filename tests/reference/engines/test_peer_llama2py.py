@@ -1,7 +1,7 @@
 """The llama2-py profile (llama2-py 0.0.6, llama2.c's run.c in pure Python; examples/peers/llama2-py/FINDINGS.md):
 it reproduces every answer llama2-py gave on the suite's Llama cases (examples/peers/llama2-py/responses.jsonl,
-recorded through its adapter), and each of its switches changes what it should: ``eos_stops=False`` (P3) answers
-past an eos where 4.38.2 stops; ``rms_eps="1e-5"`` (P2) moves the logits of a checkpoint trained with another
+recorded through its adapter), and each of its switches changes what it should: ``eos_ignored=True`` (P3) answers
+past an eos where 4.38.2 stops; ``rms_norm_eps="1e-5"`` (P2) moves the logits of a checkpoint trained with another
 epsilon and leaves those of a 1e-5 checkpoint as they are."""
 
 from __future__ import annotations
@@ -55,40 +55,40 @@ def test_profile_reproduces_every_answer():
 
 @pytest.mark.slow
 def test_no_eos_stop_is_what_departs():
-    """Where llama2-py's answer is not 4.38.2's, the profile without eos_stops=False gives 4.38.2's (P3)."""
+    """Where llama2-py's answer is not 4.38.2's, the profile without eos_ignored=True gives 4.38.2's (P3)."""
     departing = [r for r in recorded() if r["response"]["output"]["sequences"] != r["expected"]["sequences"]]
     assert departing
     for r in departing:
-        assert decode(replace(PROFILE, eos_stops=True), r) != r["response"]["output"]["sequences"], r["id"]
+        assert decode(replace(PROFILE, eos_ignored=False), r) != r["response"]["output"]["sequences"], r["id"]
         assert any(t in r["config"]["eos_token_id"] for t in r["response"]["output"]["sequences"][0][:-1]
                    [len(r["input_ids"][0]):]), r["id"]      # an eos generated before the last token
 
 
-def test_rms_eps_moves_logits_only_off_1e5():
+def test_rms_norm_eps_moves_logits_only_off_1e5():
     ids = (5, 17, 99, 3)
     for name, moved in (("llama-gqa-tied", True), ("tiny-shakespeare-llama", False)):
         model = Llama.from_pretrained(model_dir(name))
-        plain, peer = NextTokenLogits(model)(ids), NextTokenLogits(model, rms_eps="1e-5")(ids)
+        plain, peer = NextTokenLogits(model)(ids), NextTokenLogits(model, rms_norm_eps="1e-5")(ids)
         assert peer.dtype == np.float32
         assert (np.abs(plain - peer).max() > 1e-6) == moved, name
         assert model.config.rms_norm_eps == (1e-6 if moved else 1e-5)      # restored after the call
 
 
-def test_eos_stops_runs_every_row_to_max_new_tokens():
+def test_eos_ignored_runs_every_row_to_max_new_tokens():
     r = next(r for r in recorded() if r["response"]["output"]["sequences"] != r["expected"]["sequences"])
     width = len(r["input_ids"][0]) + int(r["config"]["max_new_tokens"])
     assert len(decode(PROFILE, r)[0]) == width
     assert len(decode(PROFILES["transformers-4.38.2"], r)[0]) < width
 
 
-def test_rms_eps_turns_a_greedy_answer_llama2py_gave():
+def test_rms_norm_eps_turns_a_greedy_answer_llama2py_gave():
     """examples/peers/llama2-py/switch_cases.jsonl: a prompt on llama-gqa-tied (rms_norm_eps 1e-6) where the epsilon
     turns a near-tie at the 4th new token, asked of llama2-py through its adapter: its answer is the profile's with
-    rms_eps="1e-5" (P2), not with the checkpoint's epsilon; and it goes on past the eos 2 (P3)."""
+    rms_norm_eps="1e-5" (P2), not with the checkpoint's epsilon; and it goes on past the eos 2 (P3)."""
     r = json.loads((RECORDS.parent / "switch_cases.jsonl").read_text().splitlines()[0])
     answer = r["response"]["output"]["sequences"]
     assert decode(PROFILE, r) == answer
-    assert decode(replace(PROFILE, rms_eps="checkpoint"), r) != answer
+    assert decode(replace(PROFILE, rms_norm_eps="checkpoint"), r) != answer
     assert 2 in answer[0][4:-1] and answer != r["expected"]["sequences"]
 
 
