@@ -131,6 +131,7 @@ def for_llama2py(inp: dict) -> dict:
         return inp
     return _config({**inp, "uniforms": np.asarray(inp["uniforms"])[:int(c["max_new_tokens"])]}, top_k=0, top_p=1.0)
 
+
 def for_scratch(inp: dict) -> dict:
     """One eos id, the first drawn, no repetition penalty and no top-p (ch05 generate of llms-from-scratch takes one
     eos_id and has neither option); sampling on the shipped model at most 4 new tokens (its cases' full-vocabulary
