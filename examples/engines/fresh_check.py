@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from refdecode.reference.conformance.cases_decode import decode, model_for, smallest
-from refdecode.reference.conformance.cases_engines import SHIPPED
+from refdecode.reference.conformance.cases_engines import SHIPPED, SHIPPED_LLAMA
 from refdecode.reference.conformance.check import Implementation, NoAnswer
 from refdecode.reference.conformance.fresh import FRESH_GROUPS, NEAR_TIE, write_fresh
 from refdecode.reference.conformance.kinds import to_json
@@ -123,6 +123,26 @@ DRAWS: dict[str, Draw] = {
     "transformers-4.38.2-flax": Draw("flax", FRESH_GROUPS, for_flax, _says(for_flax)),
     "transformers-4.38.2-tf": Draw("tf", FRESH_GROUPS, for_tf, _says(for_tf)),
     "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
+}
+
+
+def for_vllm_llama(inp: dict) -> dict:
+    """On the shipped Llama (the tiny Llamas' heads of 8 are not among the head sizes vLLM's CPU attention takes;
+    their prompt and eos ids are ids of its vocabulary too), no n-gram ban (vLLM has none), and for beams no
+    repetition penalty and no minimum length (BeamSearchParams has neither)."""
+    inp = for_vllm(inp)
+    return {**inp, "model": {"kind": "llama", "path": str(SHIPPED_LLAMA)}}
+
+
+#: per profile: how its fresh cases are drawn on the Llama family (``fresh --family llama``: the shipped Llama and
+#: the tiny Llamas), the same fits as :data:`DRAWS` (llama.cpp, mlx-lm, OpenVINO GenAI, vLLM). Asked by putting
+#: these in place of DRAWS' entries: ``DRAWS.update(LLAMA_DRAWS)`` before ``main()``.
+LLAMA_DRAWS: dict[str, Draw] = {
+    "llama-cpp": dataclasses.replace(PLAIN, name="plain-llama", family="llama"),
+    "mlx-lm": dataclasses.replace(PLAIN, name="plain-llama", family="llama"),
+    "openvino-genai": Draw("openvino-llama", FRESH_GROUPS, for_openvino, _says(for_openvino), family="llama"),
+    "vllm": Draw("vllm-llama", ("greedy", "beam_search"), for_vllm_llama,
+                 "groups greedy, beam_search; " + _says(for_vllm_llama), family="llama"),
 }
 
 
