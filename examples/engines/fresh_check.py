@@ -172,6 +172,31 @@ DRAWS: dict[str, Draw] = {
 }
 
 
+def for_vllm_llama(inp: dict) -> dict:
+    """On the shipped Llama (the tiny Llamas' heads of 8 are not among the head sizes vLLM's CPU attention takes;
+    their prompt and eos ids are ids of its vocabulary too), no n-gram ban (vLLM has none), and for beams no
+    repetition penalty and no minimum length (BeamSearchParams has neither)."""
+    inp = for_vllm(inp)
+    return {**inp, "model": {"kind": "llama", "path": str(SHIPPED_LLAMA)}}
+
+
+#: per profile: how its fresh cases are drawn on the Llama family (``fresh --family llama``: the shipped Llama and
+#: the tiny Llamas), the same fits as :data:`DRAWS` (llama.cpp, mlx-lm, OpenVINO GenAI, vLLM). Asked by putting
+#: these in place of DRAWS' entries: ``DRAWS.update(LLAMA_DRAWS)`` before ``main()``.
+#: llama.cpp and mlx-lm: greedy only; a drawn llama_sample case can exceed the suite loader's 64 MiB line (its
+#: expected per-step scores over the 50,257-token vocabulary are written inline).
+PLAIN_LLAMA = Draw("plain-llama", ("plain_greedy",), None,
+                   "group plain_greedy (no beam search, n-gram ban or minimum length; sampling cases of the Llama "
+                   "family are left out: a drawn llama_sample line can exceed the loader's 64 MiB)", family="llama")
+LLAMA_DRAWS: dict[str, Draw] = {
+    "llama-cpp": PLAIN_LLAMA,
+    "mlx-lm": PLAIN_LLAMA,
+    "openvino-genai": Draw("openvino-llama", FRESH_GROUPS, for_openvino, _says(for_openvino), family="llama"),
+    "vllm": Draw("vllm-llama", ("greedy", "beam_search"), for_vllm_llama,
+                 "groups greedy, beam_search; " + _says(for_vllm_llama), family="llama"),
+}
+
+
 def _fitted(draw: Draw) -> Callable[[Case], Case] | None:
     """The case with ``draw.fit`` applied, its note saying so and labelling a near-tie of the fitted decode."""
     if draw.fit is None:
