@@ -101,7 +101,8 @@ EN = {
                    "2,048, the GPT-2 vocabulary, tied head; random weights, not committed: "
                    "`examples/engines/<engine>/bench.* --model benchmarks/_checkpoints/llama-124m-random`, written to "
                    "`examples/engines/<engine>/bench-llama.json`), {n} rows; each figure's note gives the date and the "
-                   "load average it was measured at. CPU: {cpu}.",
+                   "load average it was measured at (a figure taken at a load above the machine's cores is a share of "
+                   "a busy machine: compare it only with figures taken at a like load). CPU: {cpu}.",
     "llama_h": "## Llama checkpoint (engines_llama: the same prompts and settings on the shipped Llama)",
     "llama": "Each engine that has `examples/engines/<engine>/responses-llama.jsonl` (the suite's `engines_llama` "
              "group: the `engines` group's prompts and settings on `models/tiny-shakespeare-llama`, Hugging Face's "
@@ -221,7 +222,8 @@ ZH = {
                    "级 Llama（宽 768，12 层，12 个头，4 个键值头，SwiGLU 2,048，GPT-2 词表，输出层与嵌入共享；随机权重，"
                    "不随仓库提交：`examples/engines/<engine>/bench.* --model benchmarks/_checkpoints/llama-124m-random`，"
                    "结果写入 `examples/engines/<engine>/bench-llama.json`），共 {n} 行；每个数字的说明给出测量的日期和"
-                   "当时的平均负载。CPU：{cpu}。",
+                   "当时的平均负载（负载高于机器核数时测得的数字只是繁忙机器上分到的一份：只能与负载相近时测得的数字相比）。"
+                   "CPU：{cpu}。",
     "llama_h": "## Llama 检查点（engines_llama：同样的提示和设置，换成随仓库提供的 Llama） {#llama-checkpoint-engines_llama-the-same-prompts-and-settings-on-the-shipped-llama}",
     "llama": "每个有 `examples/engines/<engine>/responses-llama.jsonl` 的引擎（测试集的 `engines_llama` 组："
              "`engines` 组的提示和设置，模型换成 `models/tiny-shakespeare-llama`，即 Hugging Face 的 "

@@ -17,7 +17,8 @@ from pathlib import Path
 
 def slim(record: dict) -> dict | None:
     inp = record["input"]
-    if inp.get("model", {}).get("kind") not in ("gpt2", "llama") or (inp["config"].get("do_sample") and "uniforms" not in inp):
+    kind = inp.get("model", {}).get("kind")
+    if kind not in ("gpt2", "llama") or (inp["config"].get("do_sample") and "uniforms" not in inp):
         return None
     response = record["response"]
     if "output" in response:

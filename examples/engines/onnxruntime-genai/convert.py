@@ -78,7 +78,8 @@ def build_llama(model_dir: Path, out_dir: Path) -> None:
     """onnxruntime-genai's model builder on a Hugging Face Llama folder (float32, CPU), one thread per session."""
     import os
 
-    python = os.environ.get("REFDECODE_OG_BUILDER_PYTHON", str(HERE.parent / "transformers-5" / "env" / "bin" / "python"))
+    default = HERE.parent / "transformers-5" / "env" / "bin" / "python"
+    python = os.environ.get("REFDECODE_OG_BUILDER_PYTHON", str(default))
     site = next((HERE / "env" / "lib").glob("python3*/site-packages"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE / "env-builder"), str(site)]))
     tmp = out_dir.with_name(out_dir.name + ".tmp")
