@@ -2,7 +2,7 @@ r"""Profile = engine on fresh cases: new cases drawn from a seed, each installed
 
     .venv/bin/python examples/engines/fresh_check.py --fresh 100 --seed 20261126 [--answered 100]
                                                      [--engines ctranslate2,...] [--groups ...] [--json out.json]
-                                                     [--jobs 2]
+                                                     [--jobs 2] [--family gpt2|llama]
 
 Draws the cases with ``refdecode conformance fresh`` (``refdecode.reference.conformance.fresh``: prompts, batches,
 settings and near-ties never in the committed suite), sends each to every installed engine's adapter
@@ -20,6 +20,11 @@ Flax: one eos id; ...). The fit is said in every case's note and in the page. Wi
 common draw. With ``--answered N`` an engine that has answered fewer than N of the ``--fresh`` cases is asked
 another ``--fresh`` of the same seed (stream 1, 2, ...: ``fresh_cases(..., stream=k)``) until it has, at most
 ``--max-streams`` in all; a draw is written once per run and shared by the engines that draw alike.
+
+``--family llama`` draws every engine's cases on the Llama-family checkpoints instead (``refdecode conformance fresh
+--family llama``: models/tiny-shakespeare-llama, models/llama-tiny, tests/golden/models/llama-gqa-tied): each engine's
+own draw (its groups and fit) with ``Draw.family`` "llama", named ``<draw>-llama`` (its own folder of cases); a fit
+that sets the model itself (vLLM's) is left as it is. Default ``gpt2``: the GPT-2 checkpoints.
 
 Where the engine reads memory it never wrote (onnxruntime-genai's first-step beam slots, FINDINGS G5) the profile
 says so: no rows (``Undefined``), or rows the engine gives unless it crashes. An error or a crash there is counted
@@ -337,12 +342,22 @@ def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None
     return result
 
 
-def check_fresh(engine: str, root: Path, n: int, seed: int, timeout: float, answered: int | None = None,
-                max_streams: int = 8, groups: tuple[str, ...] | None = None) -> dict:
-    """``engine`` on its draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead), stream 0 and, with
-    ``answered``, further streams until it has answered that many; the results summed, ids as ``<draw>/<id>``."""
+def draw_of(engine: str, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> Draw:
+    """The engine's draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead) on ``family``'s
+    checkpoints (``"llama"``: the same draw on the Llama family, named ``<draw>-llama``)."""
     draw = DRAWS.get(engine, Draw()) if groups is None else Draw(f"groups-{'-'.join(groups)}", groups, None,
                                                                  f"groups {', '.join(groups)}")
+    if family == draw.family:
+        return draw
+    return dataclasses.replace(draw, name=f"{draw.name}-{family}", family=family,
+                               says=f"{draw.says}; the {family} checkpoints")
+
+
+def check_fresh(engine: str, root: Path, n: int, seed: int, timeout: float, answered: int | None = None,
+                max_streams: int = 8, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> dict:
+    """``engine`` on its draw (:func:`draw_of`), stream 0 and, with ``answered``, further streams until it has
+    answered that many; the results summed, ids as ``<draw>/<id>``."""
+    draw = draw_of(engine, groups, family)
     total: dict[str, Any] = {"answered": 0, "same": 0, "departing": 0, "departing_same": 0, "unsupported": 0,
                              "no_answer": 0, "asked": 0, "failed_as_modelled": 0, "mismatches": [], "streams": 0,
                              "undefined_answered": [], "draw": draw.says}
@@ -373,6 +388,8 @@ def main() -> int:
     ap.add_argument("--groups", default=None,
                     help="the common draw of these groups for every engine (default: each engine's DRAWS entry)")
     ap.add_argument("--engines", default=None, help="comma-separated (default: the installed ones)")
+    ap.add_argument("--family", choices=("gpt2", "llama"), default="gpt2",
+                    help="the checkpoints drawn on: the GPT-2 ones (default) or the Llama family's")
     ap.add_argument("--suite", type=Path, default=None, help="where to write the cases (default: a temporary folder)")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json", type=Path, default=None, help="write the per-engine results here")
@@ -392,7 +409,8 @@ def main() -> int:
         ap.error(f"--engines: no profile named {', '.join(unknown)} (profiles: {', '.join(PROFILES)})")
     print(f"fresh cases, seed {args.seed}, {args.fresh} a stream, in {root}", flush=True)
     check = functools.partial(check_fresh, root=root, n=args.fresh, seed=args.seed, timeout=args.timeout,
-                              answered=args.answered, max_streams=args.max_streams, groups=groups)
+                              answered=args.answered, max_streams=args.max_streams, groups=groups,
+                              family=args.family)
     # --jobs engines at once, each in its own process (the profile's decodes are NumPy work of this side), as
     # refdecode conformance check --jobs runs implementation processes; the report in the order of --engines
     with ProcessPoolExecutor(args.jobs) as pool, Progress(len(engines), "fresh engines", unit="engine") as bar:
@@ -412,7 +430,7 @@ def main() -> int:
             print(f"  rows where the profile predicts none: {m['id']} ({m['note']})")
     if args.json:
         args.json.write_text(json.dumps({"seed": args.seed, "cases": args.fresh, "answered_target": args.answered,
-                                         "engines": results}, indent=1) + "\n")
+                                         "family": args.family, "engines": results}, indent=1) + "\n")
     return 1 if any(r["mismatches"] for r in results.values()) else 0
 
 

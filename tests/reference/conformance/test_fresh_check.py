@@ -145,3 +145,13 @@ def test_where_the_profile_predicts_undefined_a_failure_is_modelled_and_rows_are
               "    print(answer(line), flush=True)\n"
     result = fresh_check.check_engine("onnxruntime-genai", cases, 30.0, python_implementation(tmp_path, answers))
     assert (result["answered"], len(result["undefined_answered"]), result["mismatches"]) == (0, 4, [])
+
+
+def test_the_llama_family_keeps_each_engines_draw_on_the_llama_checkpoints():
+    """``--family llama``: the engine's own groups and fit, on the Llama family, in a folder of its own name."""
+    fresh_check = _fresh_check()
+    for engine in ("transformers-4.38.2", "transformers-4.38.2-flax", "llama-cpp"):
+        gpt2, llama = fresh_check.draw_of(engine), fresh_check.draw_of(engine, family="llama")
+        assert (gpt2.family, llama.family) == ("gpt2", "llama")
+        assert llama.name == f"{gpt2.name}-llama" and llama.groups == gpt2.groups and llama.fit is gpt2.fit
+    assert fresh_check.draw_of("ctranslate2", ("greedy",), "llama").groups == ("greedy",)
