@@ -186,8 +186,8 @@ def for_vllm_llama(inp: dict) -> dict:
 
 
 #: per profile: how its fresh cases are drawn on the Llama family (``fresh --family llama``: the shipped Llama and
-#: the tiny Llamas), the same fits as :data:`DRAWS` (llama.cpp, mlx-lm, OpenVINO GenAI, vLLM). Asked by putting
-#: these in place of DRAWS' entries: ``DRAWS.update(LLAMA_DRAWS)`` before ``main()``.
+#: the tiny Llamas) where it is not DRAWS' own draw moved to the Llama family (llama.cpp, mlx-lm, OpenVINO GenAI,
+#: vLLM): ``--family llama`` takes these first (:func:`draw_of`).
 #: llama.cpp and mlx-lm: greedy only; a drawn llama_sample case can exceed the suite loader's 64 MiB line (its
 #: expected per-step scores over the 50,257-token vocabulary are written inline).
 PLAIN_LLAMA = Draw("plain-llama", ("plain_greedy",), None,
@@ -344,7 +344,10 @@ def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None
 
 def draw_of(engine: str, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> Draw:
     """The engine's draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead) on ``family``'s
-    checkpoints (``"llama"``: the same draw on the Llama family, named ``<draw>-llama``)."""
+    checkpoints (``"llama"``: the engine's :data:`LLAMA_DRAWS` entry, or the same draw on the Llama family, named
+    ``<draw>-llama``)."""
+    if groups is None and family == "llama" and engine in LLAMA_DRAWS:
+        return LLAMA_DRAWS[engine]
     draw = DRAWS.get(engine, Draw()) if groups is None else Draw(f"groups-{'-'.join(groups)}", groups, None,
                                                                  f"groups {', '.join(groups)}")
     if family == draw.family:

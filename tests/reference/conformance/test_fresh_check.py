@@ -150,8 +150,11 @@ def test_where_the_profile_predicts_undefined_a_failure_is_modelled_and_rows_are
 def test_the_llama_family_keeps_each_engines_draw_on_the_llama_checkpoints():
     """``--family llama``: the engine's own groups and fit, on the Llama family, in a folder of its own name."""
     fresh_check = _fresh_check()
-    for engine in ("transformers-4.38.2", "transformers-4.38.2-flax", "llama-cpp"):
+    for engine in ("transformers-4.38.2", "transformers-4.38.2-flax", "ctranslate2"):
         gpt2, llama = fresh_check.draw_of(engine), fresh_check.draw_of(engine, family="llama")
         assert (gpt2.family, llama.family) == ("gpt2", "llama")
         assert llama.name == f"{gpt2.name}-llama" and llama.groups == gpt2.groups and llama.fit is gpt2.fit
     assert fresh_check.draw_of("ctranslate2", ("greedy",), "llama").groups == ("greedy",)
+    # an engine with a Llama draw of its own (no sampling cases: a llama_sample line can pass the loader's limit)
+    assert fresh_check.draw_of("llama-cpp", family="llama") is fresh_check.LLAMA_DRAWS["llama-cpp"]
+    assert fresh_check.draw_of("llama-cpp", family="llama").groups == ("plain_greedy",)
