@@ -108,6 +108,11 @@ def for_openvino(inp: dict) -> dict:
     return _config(inp, min_length=0)
 
 
+def for_litgpt(inp: dict) -> dict:
+    """No repetition penalty (litgpt's ``sample`` has no processors: generate/base.py:54-74)."""
+    return _config(inp, repetition_penalty=1.0)
+
+
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
@@ -123,6 +128,8 @@ DRAWS: dict[str, Draw] = {
     "transformers-4.38.2-flax": Draw("flax", FRESH_GROUPS, for_flax, _says(for_flax)),
     "transformers-4.38.2-tf": Draw("tf", FRESH_GROUPS, for_tf, _says(for_tf)),
     "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
+    "litgpt": Draw("litgpt", ("plain_greedy", "sample"), for_litgpt,
+                   "groups plain_greedy, sample on the Llama family; " + _says(for_litgpt), family="llama"),
 }
 
 

@@ -192,6 +192,14 @@ class EngineRules:
       its GELU, tanh or erf, as ggml's one tanh GELU through its fp16 table (llama.cpp:
       ``ggml/src/ggml-cpu/vec.h`` :987-1000, ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up
       to a few 1e-3 (the llama-cpp FINDINGS, "Numerics").
+
+    litgpt 0.5.13 (teaching peer; ``litgpt/generate/base.py``, examples/peers/litgpt/FINDINGS.md LG1-LG2):
+
+    * ``warpers="litgpt"`` (a value of ``warpers``): litgpt's ``sample``: top-k on the raw scores keeping exactly k
+      (``torch.topk`` then a ``-inf`` fill, base.py:61-64; ties at the k-th value: the lower ids here, torch's
+      CPU choice among them is unspecified), then the temperature (base.py:66-68), then 4.38.2's own top-p rule
+      (ascending float32 softmax cumsum <= 1 - top_p removed, the top token kept, ``sample_top_p``
+      base.py:39-51); 4.38.2: temperature, then top-k keeping every tie at the k-th value, then top-p.
     """
 
     rp_ctx: str = "row"
@@ -232,7 +240,7 @@ class EngineRules:
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
-                   "warpers": ("4.38", "llama", "mlx", "tf", "flax"),
+                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "litgpt"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16")}
@@ -287,6 +295,9 @@ PROFILES: dict[str, EngineRules] = {
     # FX1 .. FX7 (one eos id: Flax takes no list)
     "transformers-4.38.2-flax": EngineRules(missing_processors=True, min_length_inclusive=True, full_width=True,
                                             loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
+    # LG1 (teaching peer litgpt 0.5.13: generate() per unpadded prompt, greedy as temperature 0; LG2, its eos
+    # handling, agrees with 4.38.2; no beams, penalties or minimum length in its API)
+    "litgpt": EngineRules(warpers="litgpt"),
 }
 
 
