@@ -45,6 +45,7 @@ right-padded with pad_token_id (eos_token_id[0] when none) to the longest row.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -95,6 +96,9 @@ def model_for(spec: dict) -> GPT:
         raise Unsupported(f"model kind {spec.get('kind')!r}: the adapter converts Llama folders only")
     key = str(Path(spec["path"]).resolve())
     if key not in _MODELS:
+        model_type = json.loads((Path(key) / "config.json").read_text()).get("model_type")
+        if model_type != "llama":
+            raise Unsupported(f"model_type {model_type!r}: litgpt's Llama conversion takes llama folders only")
         folder = converted(Path(key))
         fabric = L.Fabric(devices=1, accelerator="cpu", precision="32-true")
         with fabric.init_module(empty_init=True):
@@ -209,5 +213,14 @@ def answer(request: dict) -> dict:
     return {"sequences": [row + [pad] * (longest - len(row)) for row in full]}
 
 
+def protocol_stdout():
+    """The protocol's own stdout; everything else written to fd 1 goes to stderr (litgpt prints a warning there
+    when ``max_seq_length`` grows past the KV cache before ``set_kv_cache`` rebuilds it, model.py GPT.max_seq_length)."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out
+
+
 if __name__ == "__main__":
-    sys.exit(serve(answer))
+    sys.exit(serve(answer, stdout=protocol_stdout()))
