@@ -149,6 +149,11 @@ def for_scratch(inp: dict) -> dict:
     return inp
 
 
+def for_litgpt(inp: dict) -> dict:
+    """No repetition penalty (litgpt's ``sample`` has no processors: generate/base.py:54-74)."""
+    return _config(inp, repetition_penalty=1.0)
+
+
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
@@ -174,6 +179,8 @@ DRAWS: dict[str, Draw] = {
     "llms-from-scratch-kv": Draw("scratch-kv-llama", ("plain_greedy",), for_scratch,
                                  "group plain_greedy on the Llama family (the KV-cache loop is greedy only); "
                                  + _says(for_scratch), family="llama"),
+    "litgpt": Draw("litgpt", ("plain_greedy", "sample"), for_litgpt,
+                   "groups plain_greedy, sample on the Llama family; " + _says(for_litgpt), family="llama"),
 }
 
 

@@ -212,6 +212,14 @@ class EngineRules:
     ``rms_norm_eps="1e-5"`` (``rmsnorm`` hard-codes 1e-5 whatever the checkpoint says, llama2_py.py:95, as llama2.c's
     run.c:189; P2) and ``eos_ignored`` (``run()`` loops ``while pos < steps``, llama2_py.py:434, with no stop token at
     all; P3).
+
+    litgpt 0.5.13 (teaching peer; ``litgpt/generate/base.py``, examples/peers/litgpt/FINDINGS.md LG1-LG2):
+
+    * ``warpers="litgpt"`` (a value of ``warpers``): litgpt's ``sample``: top-k on the raw scores keeping exactly k
+      (``torch.topk`` then a ``-inf`` fill, base.py:61-64; ties at the k-th value: the lower ids here, torch's
+      CPU choice among them is unspecified), then the temperature (base.py:66-68), then 4.38.2's own top-p rule
+      (ascending float32 softmax cumsum <= 1 - top_p removed, the top token kept, ``sample_top_p``
+      base.py:39-51); 4.38.2: temperature, then top-k keeping every tie at the k-th value, then top-p.
     """
 
     rp_ctx: str = "row"
@@ -254,7 +262,7 @@ class EngineRules:
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
-                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "scratch"),
+                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "scratch", "litgpt"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16"),
@@ -319,6 +327,9 @@ PROFILES: dict[str, EngineRules] = {
     "llms-from-scratch-kv": EngineRules(eos_ignored=True, rms_norm_eps="1e-5"),
     # S1 .. S4 with qwen3.py's Qwen3Model, qk_norm off (a Llama checkpoint has no q/k norms): its eps 1e-6
     "llms-from-scratch-qwen3": EngineRules(stop_eos_dropped=True, warpers="scratch", rms_norm_eps="1e-6"),
+    # LG1 (teaching peer litgpt 0.5.13: generate() per unpadded prompt, greedy as temperature 0; LG2, its eos
+    # handling, agrees with 4.38.2; no beams, penalties or minimum length in its API)
+    "litgpt": EngineRules(warpers="litgpt"),
 }
 
 
