@@ -24,7 +24,9 @@ another ``--fresh`` of the same seed (stream 1, 2, ...: ``fresh_cases(..., strea
 ``--family llama`` draws every engine's cases on the Llama-family checkpoints instead (``refdecode conformance fresh
 --family llama``: models/tiny-shakespeare-llama, models/llama-tiny, tests/golden/models/llama-gqa-tied): each engine's
 own draw (its groups and fit) with ``Draw.family`` "llama", named ``<draw>-llama`` (its own folder of cases); a fit
-that sets the model itself (vLLM's) is left as it is. Default ``gpt2``: the GPT-2 checkpoints.
+that sets the model itself (vLLM's) is left as it is. ``--family gpt2`` moves them to the GPT-2 checkpoints. Without
+``--family``, each engine's own draw: the GPT-2 checkpoints for the engines, the Llama family for the teaching peers
+whose draw says so.
 
 Where the engine reads memory it never wrote (onnxruntime-genai's first-step beam slots, FINDINGS G5) the profile
 says so: no rows (``Undefined``), or rows the engine gives unless it crashes. An error or a crash there is counted
@@ -349,22 +351,22 @@ def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None
     return result
 
 
-def draw_of(engine: str, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> Draw:
+def draw_of(engine: str, groups: tuple[str, ...] | None = None, family: str | None = None) -> Draw:
     """The engine's draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead) on ``family``'s
     checkpoints (``"llama"``: the engine's :data:`LLAMA_DRAWS` entry, or the same draw on the Llama family, named
-    ``<draw>-llama``)."""
+    ``<draw>-llama``; None: the draw's own family)."""
     if groups is None and family == "llama" and engine in LLAMA_DRAWS:
         return LLAMA_DRAWS[engine]
     draw = DRAWS.get(engine, Draw()) if groups is None else Draw(f"groups-{'-'.join(groups)}", groups, None,
                                                                  f"groups {', '.join(groups)}")
-    if family == draw.family:
+    if family is None or family == draw.family:
         return draw
     return dataclasses.replace(draw, name=f"{draw.name}-{family}", family=family,
                                says=f"{draw.says}; the {family} checkpoints")
 
 
 def check_fresh(engine: str, root: Path, n: int, seed: int, timeout: float, answered: int | None = None,
-                max_streams: int = 8, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> dict:
+                max_streams: int = 8, groups: tuple[str, ...] | None = None, family: str | None = None) -> dict:
     """``engine`` on its draw (:func:`draw_of`), stream 0 and, with ``answered``, further streams until it has
     answered that many; the results summed, ids as ``<draw>/<id>``."""
     draw = draw_of(engine, groups, family)
@@ -398,8 +400,9 @@ def main() -> int:
     ap.add_argument("--groups", default=None,
                     help="the common draw of these groups for every engine (default: each engine's DRAWS entry)")
     ap.add_argument("--engines", default=None, help="comma-separated (default: the installed ones)")
-    ap.add_argument("--family", choices=("gpt2", "llama"), default="gpt2",
-                    help="the checkpoints drawn on: the GPT-2 ones (default) or the Llama family's")
+    ap.add_argument("--family", choices=("gpt2", "llama"), default=None,
+                    help="the checkpoints drawn on: the GPT-2 ones or the Llama family's (default: each engine's own "
+                         "draw's)")
     ap.add_argument("--suite", type=Path, default=None, help="where to write the cases (default: a temporary folder)")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json", type=Path, default=None, help="write the per-engine results here")

@@ -26,7 +26,7 @@ FRESH_SEED=${FRESH_SEED:-$(date +%Y%m%d)}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 if grep -q avx512f /proc/cpuinfo; then simd="AVX-512"; elif grep -q avx2 /proc/cpuinfo; then simd="AVX2, no AVX-512"; else simd="no AVX2"; fi
-echo "cpu: $cpu ($simd), $(nproc) cores, run on $(date -u +%Y-%m-%d)" > "$TIMES"
+echo "cpu: $cpu ($simd), $(nproc --all) cores, run on $(date -u +%Y-%m-%d)" > "$TIMES"
 step() {   # step LABEL COMMAND...: run it, append "LABEL: N s" to the times file
   local label=$1 t0; shift; t0=$(date +%s)
   "$@"

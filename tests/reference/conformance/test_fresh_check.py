@@ -158,3 +158,6 @@ def test_the_llama_family_keeps_each_engines_draw_on_the_llama_checkpoints():
     # an engine with a Llama draw of its own (no sampling cases: a llama_sample line can pass the loader's limit)
     assert fresh_check.draw_of("llama-cpp", family="llama") is fresh_check.LLAMA_DRAWS["llama-cpp"]
     assert fresh_check.draw_of("llama-cpp", family="llama").groups == ("plain_greedy",)
+    # without a family, each draw's own: a teaching peer drawn on the Llama family stays there
+    assert fresh_check.draw_of("litgpt").family == "llama" and fresh_check.draw_of("ctranslate2").family == "gpt2"
+    assert fresh_check.draw_of("litgpt", family="gpt2").family == "gpt2"
