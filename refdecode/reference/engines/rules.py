@@ -192,6 +192,20 @@ class EngineRules:
       its GELU, tanh or erf, as ggml's one tanh GELU through its fp16 table (llama.cpp:
       ``ggml/src/ggml-cpu/vec.h`` :987-1000, ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up
       to a few 1e-3 (the llama-cpp FINDINGS, "Numerics").
+
+    llama-models 0.3.0, Meta's reference ``Llama3.generate`` (``models/llama3/generation.py``; S1 .. S3):
+
+    * ``lengths_from_unpadded`` (above) is S1 too: Meta left-aligns the prompts and decodes the batch in lockstep from
+      the shortest one to ``total_len`` = the longest prompt + max_gen_len, each longer prompt teacher-forced
+      (generation.py:182-194, :233-260), so a row with n_b real tokens of the longest L generates up to
+      L - n_b + max_new_tokens tokens (L = T, the padded width, in the suite's cases); in sampling, row r's t-th
+      token takes ``uniforms[t * N + r]`` and a draw past the case's uniforms is a ValueError.
+    * ``warpers="meta"`` (a value of ``warpers``): ``softmax(logits / temperature)``, then ``sample_top_p``: the
+      probabilities sorted descending, a token dropped where the float32 cumulative sum BEFORE it is > top_p,
+      renormalised (generation.py:251-253, :363-367; S2); no top-k. 4.38.2 drops where the ascending cumulative sum
+      is <= 1 - top_p: the same set in exact arithmetic but at a boundary, not always in float32.
+    * ``stop_eos_dropped`` (above) is S3: Meta's own reader (scripts/completion.py:84-88) stops at the first
+      result with ``finished`` True, the stop token, and does not print it.
     """
 
     rp_ctx: str = "row"
@@ -232,7 +246,7 @@ class EngineRules:
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
-                   "warpers": ("4.38", "llama", "mlx", "tf", "flax"),
+                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "meta"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16")}
@@ -287,6 +301,9 @@ PROFILES: dict[str, EngineRules] = {
     # FX1 .. FX7 (one eos id: Flax takes no list)
     "transformers-4.38.2-flax": EngineRules(missing_processors=True, min_length_inclusive=True, full_width=True,
                                             loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
+    # S1 .. S3 (llama-models 0.3.0: Llama3.generate with the batch in one call, read as scripts/completion.py reads
+    # it; greedy and sampling only)
+    "llama-models": EngineRules(lengths_from_unpadded=True, warpers="meta", stop_eos_dropped=True),
 }
 
 

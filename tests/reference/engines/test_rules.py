@@ -16,7 +16,8 @@ def test_profiles_name_the_engines_and_differ():
     assert set(PROFILES) == {"transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-genai",
                              "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt", "mlx-lm",
                              "mlx-lm-per-prompt", "openvino-genai", "transformers-4.38.2-tf",
-                             "vllm", "transformers-4.38.2-flax"}
+                             "vllm", "transformers-4.38.2-flax",
+                             "llama-models"}
     sets = [tuple(sorted(switches_of(r).items())) for r in PROFILES.values()]
     assert len(set(sets)) == len(sets), "two engines with the same switches"
 
