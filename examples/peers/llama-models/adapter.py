@@ -73,6 +73,23 @@ from protocol import Unsupported, floats, serve  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+
+
+def _stub_torchvision() -> None:
+    """torchvision 0.28.0 from PyPI does not load its C ops on torch's CPU wheel (``operator torchvision::nms does
+    not exist``); generation.py imports it only through multimodal/ (image inputs, never used here): an empty
+    stand-in module in its place."""
+    import types
+    try:
+        import torchvision  # noqa: F401
+    except Exception:
+        for name in ("torchvision", "torchvision.transforms", "torchvision.transforms.functional"):
+            sys.modules[name] = types.ModuleType(name)
+        sys.modules["torchvision"].transforms = sys.modules["torchvision.transforms"]
+        sys.modules["torchvision.transforms"].functional = sys.modules["torchvision.transforms.functional"]
+
+
+_stub_torchvision()
 from fairscale.nn.model_parallel.initialize import initialize_model_parallel, model_parallel_is_initialized  # noqa: E402
 from models.llama3 import generation  # noqa: E402
 from models.llama3.args import ModelArgs  # noqa: E402
