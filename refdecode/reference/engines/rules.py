@@ -195,7 +195,8 @@ class EngineRules:
 
     llama-models 0.3.0, Meta's reference ``Llama3.generate`` (``models/llama3/generation.py``; S1 .. S3):
 
-    * ``lengths_from_unpadded`` (above) is S1 too: Meta left-aligns the prompts and decodes the batch in lockstep from
+    * ``lockstep_budget``: S1, a row's budget of new tokens grows by its padding (T - n_b), its minimum does not
+      (``lengths_from_unpadded`` grows both): Meta left-aligns the prompts and decodes the batch in lockstep from
       the shortest one to ``total_len`` = the longest prompt + max_gen_len, each longer prompt teacher-forced
       (generation.py:182-194, :233-260), so a row with n_b real tokens of the longest L generates up to
       L - n_b + max_new_tokens tokens (L = T, the padded width, in the suite's cases); in sampling, row r's t-th
@@ -243,6 +244,7 @@ class EngineRules:
     sample_one_row: bool = False
     beam_scores: bool = True
     activation: str = "checkpoint"
+    lockstep_budget: bool = False
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
@@ -303,7 +305,7 @@ PROFILES: dict[str, EngineRules] = {
                                             loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
     # S1 .. S3 (llama-models 0.3.0: Llama3.generate with the batch in one call, read as scripts/completion.py reads
     # it; greedy and sampling only)
-    "llama-models": EngineRules(lengths_from_unpadded=True, warpers="meta", stop_eos_dropped=True),
+    "llama-models": EngineRules(lockstep_budget=True, warpers="meta", stop_eos_dropped=True),
 }
 
 

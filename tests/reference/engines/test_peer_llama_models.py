@@ -73,6 +73,6 @@ def test_s2_the_sampled_answer_ignores_top_k():
 
 def test_profile_switches():
     rules = PROFILES["llama-models"]
-    assert rules.lengths_from_unpadded and rules.stop_eos_dropped and rules.warpers == "meta"
+    assert rules.lockstep_budget and not rules.lengths_from_unpadded and rules.stop_eos_dropped and rules.warpers == "meta"
     with pytest.raises(ValueError, match="warpers"):
         EngineRules(warpers="meta2")
