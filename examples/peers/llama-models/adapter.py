@@ -289,5 +289,13 @@ def answer(request: dict) -> dict:
     return {"sequences": [r + [pad] * (longest - len(r)) for r in full]}
 
 
+def protocol_stdout():
+    """The protocol's own stdout; everything else written to fd 1 (fairscale's and build's prints) goes to stderr."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out
+
+
 if __name__ == "__main__":
-    sys.exit(serve(answer))
+    sys.exit(serve(answer, stdout=protocol_stdout()))
