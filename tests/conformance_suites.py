@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sys
+import time
 
 import pytest
 
-from refdecode.reference.conformance.check import check
+from refdecode.reference.conformance.check import Implementation, check
 from refdecode.reference.conformance.export import export
 from refdecode.reference.conformance.registry import REGISTRY, select
 from refdecode.reference.conformance.serve import answer
@@ -55,3 +57,19 @@ def python_implementation(tmp_path, body: str) -> str:
     path = tmp_path / "impl.py"
     path.write_text("import json, sys, time\n" + body)
     return f'"{sys.executable}" "{path}"'
+
+
+def scaled_timeout(command: str, least: float, factor: float = 4.0) -> int:
+    """A timeout for tests of ``check``'s timeouts on this machine as busy as it is now: ``factor`` x the measured
+    wall time of ``command`` starting and answering one request, started as ``check`` starts it (its own session:
+    on a kernel with autogroup scheduling a new session competes as a group of its own, and on a busy machine that
+    is 30 s for a start and refdecode's import that take 1 s idle), at least ``least`` seconds; whole seconds, so
+    messages read "within 15 s". A healthy answer then comes well within it, and a hang still runs past it."""
+    request = json.dumps({"id": "baseline/0099", "type": "min_length", "input": {}})
+    start = time.monotonic()
+    implementation = Implementation(command)
+    try:
+        assert implementation.ask(request, 600).strip()        # one response line: the command answers
+    finally:
+        implementation.close(kill=True)
+    return max(math.ceil(least), math.ceil(factor * (time.monotonic() - start)))

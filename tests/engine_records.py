@@ -1,5 +1,7 @@
-"""Shared by the engine-profile tests: the engines' recorded answers (examples/engines/<engine>/responses.jsonl,
-written by examples/engines/common/record_responses.py + slim_responses.py from the real engines) and the models."""
+"""Shared by the engine-profile tests: the engines' recorded answers (examples/engines/<engine>/responses.jsonl, and
+responses-llama.jsonl for the engines_llama group on the shipped Llama, written by
+examples/engines/common/record_responses.py + slim_responses.py from the real engines) and the models (GPT-2 or
+Llama, as each folder's config.json says: ``refdecode.from_pretrained``)."""
 
 from __future__ import annotations
 
@@ -23,16 +25,18 @@ def model_dir(name: str) -> Path:
 
 @lru_cache(maxsize=None)
 def logits_of(name: str):
-    from refdecode import GPT2
+    from refdecode import from_pretrained
     from refdecode.reference.engines import NextTokenLogits
 
-    return NextTokenLogits(GPT2.from_pretrained(model_dir(name)))
+    return NextTokenLogits(from_pretrained(model_dir(name)))
 
 
-def recorded(engine: str) -> list[dict]:
-    """The engine's answered greedy / sampling / beam cases on the committed models. The engines_124m cases
+def recorded(engine: str, llama: bool = False) -> list[dict]:
+    """The engine's answered greedy / sampling / beam cases on the committed models (``llama``: its
+    responses-llama.jsonl, the engines_llama group on models/tiny-shakespeare-llama). The engines_124m cases
     (models/gpt2-124m-shaped, 500 MB, not committed) are tests/reference/engines/test_widened_124m.py's."""
-    lines = (ROOT / "examples" / "engines" / engine / "responses.jsonl").read_text().splitlines()
+    name = "responses-llama.jsonl" if llama else "responses.jsonl"
+    lines = (ROOT / "examples" / "engines" / engine / name).read_text().splitlines()
     return [r for r in map(json.loads, lines) if "output" in r["response"] and r["model"] != "gpt2-124m-shaped"]
 
 

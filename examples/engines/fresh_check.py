@@ -2,7 +2,7 @@ r"""Profile = engine on fresh cases: new cases drawn from a seed, each installed
 
     .venv/bin/python examples/engines/fresh_check.py --fresh 100 --seed 20261126 [--answered 100]
                                                      [--engines ctranslate2,...] [--groups ...] [--json out.json]
-                                                     [--jobs 2]
+                                                     [--jobs 2] [--family gpt2|llama]
 
 Draws the cases with ``refdecode conformance fresh`` (``refdecode.reference.conformance.fresh``: prompts, batches,
 settings and near-ties never in the committed suite), sends each to every installed engine's adapter
@@ -20,6 +20,11 @@ Flax: one eos id; ...). The fit is said in every case's note and in the page. Wi
 common draw. With ``--answered N`` an engine that has answered fewer than N of the ``--fresh`` cases is asked
 another ``--fresh`` of the same seed (stream 1, 2, ...: ``fresh_cases(..., stream=k)``) until it has, at most
 ``--max-streams`` in all; a draw is written once per run and shared by the engines that draw alike.
+
+``--family llama`` draws every engine's cases on the Llama-family checkpoints instead (``refdecode conformance fresh
+--family llama``: models/tiny-shakespeare-llama, models/llama-tiny, tests/golden/models/llama-gqa-tied): each engine's
+own draw (its groups and fit) with ``Draw.family`` "llama", named ``<draw>-llama`` (its own folder of cases); a fit
+that sets the model itself (vLLM's) is left as it is. Default ``gpt2``: the GPT-2 checkpoints.
 
 Where the engine reads memory it never wrote (onnxruntime-genai's first-step beam slots, FINDINGS G5) the profile
 says so: no rows (``Undefined``), or rows the engine gives unless it crashes. An error or a crash there is counted
@@ -41,8 +46,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from refdecode.reference.conformance.cases_decode import decode, model_for, smallest
-from refdecode.reference.conformance.cases_engines import SHIPPED
+from refdecode.reference.conformance.cases_engines import SHIPPED, SHIPPED_LLAMA
 from refdecode.reference.conformance.check import Implementation, NoAnswer
 from refdecode.reference.conformance.fresh import FRESH_GROUPS, NEAR_TIE, write_fresh
 from refdecode.reference.conformance.kinds import to_json
@@ -53,9 +60,12 @@ from refdecode.reference.engines import PROFILES, NextTokenLogits, decode_as
 from refdecode.reference.engines.beam import NotSimulated, Undefined
 
 HERE = Path(__file__).resolve().parent
+GQA_TIED = HERE.parents[1] / "tests" / "golden" / "models" / "llama-gqa-tied"
 #: profiles answered by another engine's adapter in another mode: profile -> (engine folder, environment)
 VARIANTS = {"ctranslate2-per-prompt": ("ctranslate2", "CT2_PER_PROMPT=1"),
-            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1")}
+            "mlx-lm-per-prompt": ("mlx-lm", "MLX_PER_PROMPT=1"),
+            "llms-from-scratch-kv": ("llms-from-scratch", "SCRATCH_KV=1"),
+            "llms-from-scratch-qwen3": ("llms-from-scratch", "SCRATCH_LLAMA=qwen3")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +118,42 @@ def for_openvino(inp: dict) -> dict:
     return _config(inp, min_length=0)
 
 
+def for_llama2py(inp: dict) -> dict:
+    """On llama-gqa-tied, ids mod 128 (llama2-py's pure-Python forward pass takes about 0.01 s a token there, against
+    1.4 s on the shipped Llama and 0.35 s on llama-tiny, whose 50,257-word classifier dominates), the first prompt
+    unpadded and one returned row (llama2-py runs one prompt), no repetition penalty, n-gram ban or minimum length,
+    top_k 0 and top_p 1 (it has none of these options)."""
+    ids = np.asarray(inp["input_ids"])                                     # (B, T)
+    mask = np.ones_like(ids) if inp.get("attention_mask") is None else np.asarray(inp["attention_mask"])
+    row = ids[:1, mask[0] == 1] % 128                                      # (1, T0): the first prompt, unpadded
+    c = inp["config"]
+    eos = list(dict.fromkeys(int(e) % 128 for e in c["eos_token_id"]))
+    inp = _config({**inp, "model": {"kind": "llama", "path": str(GQA_TIED)}, "input_ids": row,
+                   "attention_mask": np.ones_like(row)}, num_return_sequences=1, repetition_penalty=1.0,
+                  no_repeat_ngram_size=0, min_length=0, min_new_tokens=0, eos_token_id=eos,
+                  pad_token_id=int(c["pad_token_id"]) % 128)
+    if not c.get("do_sample"):
+        return inp
+    return _config({**inp, "uniforms": np.asarray(inp["uniforms"])[:int(c["max_new_tokens"])]}, top_k=0, top_p=1.0)
+
+
+def for_scratch(inp: dict) -> dict:
+    """One eos id, the first drawn, no repetition penalty and no top-p (ch05 generate of llms-from-scratch takes one
+    eos_id and has neither option); sampling on the shipped model at most 4 new tokens (its cases' full-vocabulary
+    scores, no top-p to cut them, stay under the suite's 64 MiB line)."""
+    inp = _config(inp, eos_token_id=[inp["config"]["eos_token_id"][0]], repetition_penalty=1.0, top_p=1.0)
+    if inp["config"].get("do_sample") and Path(inp["model"]["path"]).name in (SHIPPED.name, SHIPPED_LLAMA.name):
+        inp = _config(inp, max_new_tokens=min(int(inp["config"]["max_new_tokens"]), 4))
+        inp["uniforms"] = inp["uniforms"][:inp["config"]["max_new_tokens"] * len(inp["input_ids"])
+                                          * int(inp["config"].get("num_return_sequences") or 1)]
+    return inp
+
+
+def for_litgpt(inp: dict) -> dict:
+    """No repetition penalty (litgpt's ``sample`` has no processors: generate/base.py:54-74)."""
+    return _config(inp, repetition_penalty=1.0)
+
+
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
@@ -123,6 +169,43 @@ DRAWS: dict[str, Draw] = {
     "transformers-4.38.2-flax": Draw("flax", FRESH_GROUPS, for_flax, _says(for_flax)),
     "transformers-4.38.2-tf": Draw("tf", FRESH_GROUPS, for_tf, _says(for_tf)),
     "openvino-genai": Draw("openvino", FRESH_GROUPS, for_openvino, _says(for_openvino)),
+    "llama2-py": Draw("llama2-py-gqa", ("plain_greedy", "sample"), for_llama2py,
+                      "groups plain_greedy, sample; " + _says(for_llama2py), family="llama"),
+    "llms-from-scratch": Draw("scratch", ("plain_greedy", "sample"), for_scratch,
+                              "groups plain_greedy, sample; " + _says(for_scratch)),
+    "llms-from-scratch-qwen3": Draw("scratch-llama", ("plain_greedy", "sample"), for_scratch,
+                                    "groups plain_greedy, sample on the Llama family; " + _says(for_scratch),
+                                    family="llama"),
+    "llms-from-scratch-kv": Draw("scratch-kv-llama", ("plain_greedy",), for_scratch,
+                                 "group plain_greedy on the Llama family (the KV-cache loop is greedy only); "
+                                 + _says(for_scratch), family="llama"),
+    "litgpt": Draw("litgpt", ("plain_greedy", "sample"), for_litgpt,
+                   "groups plain_greedy, sample on the Llama family; " + _says(for_litgpt), family="llama"),
+}
+
+
+def for_vllm_llama(inp: dict) -> dict:
+    """On the shipped Llama (the tiny Llamas' heads of 8 are not among the head sizes vLLM's CPU attention takes;
+    their prompt and eos ids are ids of its vocabulary too), no n-gram ban (vLLM has none), and for beams no
+    repetition penalty and no minimum length (BeamSearchParams has neither)."""
+    inp = for_vllm(inp)
+    return {**inp, "model": {"kind": "llama", "path": str(SHIPPED_LLAMA)}}
+
+
+#: per profile: how its fresh cases are drawn on the Llama family (``fresh --family llama``: the shipped Llama and
+#: the tiny Llamas) where it is not DRAWS' own draw moved to the Llama family (llama.cpp, mlx-lm, OpenVINO GenAI,
+#: vLLM): ``--family llama`` takes these first (:func:`draw_of`).
+#: llama.cpp and mlx-lm: greedy only; a drawn llama_sample case can exceed the suite loader's 64 MiB line (its
+#: expected per-step scores over the 50,257-token vocabulary are written inline).
+PLAIN_LLAMA = Draw("plain-llama", ("plain_greedy",), None,
+                   "group plain_greedy (no beam search, n-gram ban or minimum length; sampling cases of the Llama "
+                   "family are left out: a drawn llama_sample line can exceed the loader's 64 MiB)", family="llama")
+LLAMA_DRAWS: dict[str, Draw] = {
+    "llama-cpp": PLAIN_LLAMA,
+    "mlx-lm": PLAIN_LLAMA,
+    "openvino-genai": Draw("openvino-llama", FRESH_GROUPS, for_openvino, _says(for_openvino), family="llama"),
+    "vllm": Draw("vllm-llama", ("greedy", "beam_search"), for_vllm_llama,
+                 "groups greedy, beam_search; " + _says(for_vllm_llama), family="llama"),
 }
 
 
@@ -266,12 +349,25 @@ def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None
     return result
 
 
-def check_fresh(engine: str, root: Path, n: int, seed: int, timeout: float, answered: int | None = None,
-                max_streams: int = 8, groups: tuple[str, ...] | None = None) -> dict:
-    """``engine`` on its draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead), stream 0 and, with
-    ``answered``, further streams until it has answered that many; the results summed, ids as ``<draw>/<id>``."""
+def draw_of(engine: str, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> Draw:
+    """The engine's draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead) on ``family``'s
+    checkpoints (``"llama"``: the engine's :data:`LLAMA_DRAWS` entry, or the same draw on the Llama family, named
+    ``<draw>-llama``)."""
+    if groups is None and family == "llama" and engine in LLAMA_DRAWS:
+        return LLAMA_DRAWS[engine]
     draw = DRAWS.get(engine, Draw()) if groups is None else Draw(f"groups-{'-'.join(groups)}", groups, None,
                                                                  f"groups {', '.join(groups)}")
+    if family == draw.family:
+        return draw
+    return dataclasses.replace(draw, name=f"{draw.name}-{family}", family=family,
+                               says=f"{draw.says}; the {family} checkpoints")
+
+
+def check_fresh(engine: str, root: Path, n: int, seed: int, timeout: float, answered: int | None = None,
+                max_streams: int = 8, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> dict:
+    """``engine`` on its draw (:func:`draw_of`), stream 0 and, with ``answered``, further streams until it has
+    answered that many; the results summed, ids as ``<draw>/<id>``."""
+    draw = draw_of(engine, groups, family)
     total: dict[str, Any] = {"answered": 0, "same": 0, "departing": 0, "departing_same": 0, "unsupported": 0,
                              "no_answer": 0, "asked": 0, "failed_as_modelled": 0, "mismatches": [], "streams": 0,
                              "undefined_answered": [], "draw": draw.says}
@@ -302,6 +398,8 @@ def main() -> int:
     ap.add_argument("--groups", default=None,
                     help="the common draw of these groups for every engine (default: each engine's DRAWS entry)")
     ap.add_argument("--engines", default=None, help="comma-separated (default: the installed ones)")
+    ap.add_argument("--family", choices=("gpt2", "llama"), default="gpt2",
+                    help="the checkpoints drawn on: the GPT-2 ones (default) or the Llama family's")
     ap.add_argument("--suite", type=Path, default=None, help="where to write the cases (default: a temporary folder)")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json", type=Path, default=None, help="write the per-engine results here")
@@ -321,7 +419,8 @@ def main() -> int:
         ap.error(f"--engines: no profile named {', '.join(unknown)} (profiles: {', '.join(PROFILES)})")
     print(f"fresh cases, seed {args.seed}, {args.fresh} a stream, in {root}", flush=True)
     check = functools.partial(check_fresh, root=root, n=args.fresh, seed=args.seed, timeout=args.timeout,
-                              answered=args.answered, max_streams=args.max_streams, groups=groups)
+                              answered=args.answered, max_streams=args.max_streams, groups=groups,
+                              family=args.family)
     # --jobs engines at once, each in its own process (the profile's decodes are NumPy work of this side), as
     # refdecode conformance check --jobs runs implementation processes; the report in the order of --engines
     with ProcessPoolExecutor(args.jobs) as pool, Progress(len(engines), "fresh engines", unit="engine") as bar:
@@ -341,7 +440,7 @@ def main() -> int:
             print(f"  rows where the profile predicts none: {m['id']} ({m['note']})")
     if args.json:
         args.json.write_text(json.dumps({"seed": args.seed, "cases": args.fresh, "answered_target": args.answered,
-                                         "engines": results}, indent=1) + "\n")
+                                         "family": args.family, "engines": results}, indent=1) + "\n")
     return 1 if any(r["mismatches"] for r in results.values()) else 0
 
 

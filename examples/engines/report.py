@@ -6,6 +6,8 @@ recorded answers.
                                                 [--beam-gap beam_gap.json] [--check-dir DIR] [--fresh fresh.json ...]
     .venv/bin/python examples/engines/report.py --from-json      # both pages again from report.json (no engine)
     .venv/bin/python examples/engines/report.py --from-json --bench B --refdecode-bench --beam-gap G  # new speed only
+    .venv/bin/python examples/engines/report.py --from-json --llama [--refdecode-bench-llama] [--fresh-llama F]
+                                                # the Llama part again: every responses-llama.jsonl, bench-llama.json
 
 Reads examples/engines/<engine>/responses.jsonl (written by run_all.sh: record_responses.py + slim_responses.py),
 and for every engine and case group counts pass (the engine's sequences equal transformers 4.38.2's) / differ /
@@ -15,6 +17,13 @@ turns 4.38.2's rules into the engine's answer (its cause; ``--no-attribute`` ski
 (each bench script's JSON line from ``--bench``, refdecode's own with ``--refdecode-bench``: its default and its fast
 forward pass; ``--beam-gap``: benchmarks/beam_gap.py's figures on beam-4) and each engine's
 causes as its FINDINGS.md states them (both rules with sources, a reproducer each). Runs in refdecode's venv.
+
+The Llama checkpoint: every engine that has examples/engines/<engine>/responses-llama.jsonl (the engines_llama group,
+the same prompts and settings on models/tiny-shakespeare-llama) gets the same counts and reproduction there (its row of
+the page's "Llama checkpoint" section; ``--fresh-llama``: fresh_check.py ``--family llama``'s results), and every
+examples/engines/<engine>/bench-llama.json (its bench on benchmarks/make_llama_checkpoint.py's 124M-class Llama, with
+the date and load it was measured at) the speed table's Llama columns; ``--refdecode-bench-llama`` times refdecode's
+own there. ``report["llama"]`` in report.json holds it all (``--llama`` with ``--from-json`` reads it again).
 
 Both pages are rendered from the report alone (``write_markdown(report, lang)``; ``--from-json`` runs no engine):
 the same lines, numbers and code blocks, the words from report_text.py (``EN``, ``ZH``), the causes from each
@@ -37,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from refdecode import GPT2
+from refdecode import from_pretrained
 from refdecode.reference.engines import PROFILES, EngineRules, NextTokenLogits, decode_as, rules_for, switches_of
 from refdecode.reference.conformance.cases_decode import full_config
 from refdecode.reference.engines.beam import NotSimulated
@@ -57,6 +66,11 @@ ENGINES = ["transformers-4.38.2", "transformers-5", "ctranslate2", "onnxruntime-
            "transformers-4.38.2-flax"]
 GROUPS = ["engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search", "gpt2_greedy",
           "gpt2_sample", "gpt2_beam_search"]
+#: the Llama checkpoint's groups, the file each engine records them in, and its bench figures' file
+LLAMA_GROUPS = ["engines_llama_greedy", "engines_llama_beam_search"]
+LLAMA_RESPONSES, LLAMA_BENCH = "responses-llama.jsonl", "bench-llama.json"
+#: the machine every figure of the page was measured on (lscpu's model name; /proc/cpuinfo has no avx512 flag)
+CPU = "AMD EPYC, 2 cores, AVX2, no AVX-512"
 _LOGITS: dict[tuple[str, str], NextTokenLogits] = {}
 
 
@@ -70,7 +84,7 @@ def model_dir(name: str) -> Path:
 def run(profile: EngineRules | str, r: dict) -> list | None:
     key = (r["model"], rules_for(profile).activation)     # one memo per model and activation (llama.cpp's GELU)
     if key not in _LOGITS:
-        _LOGITS[key] = NextTokenLogits(GPT2.from_pretrained(model_dir(key[0])), key[1])
+        _LOGITS[key] = NextTokenLogits(from_pretrained(model_dir(key[0])), key[1])   # GPT-2 or Llama
     try:
         return decode_as(profile, _LOGITS[key], r["input_ids"], r["attention_mask"], r["config"],
                          r.get("uniforms"))["sequences"].tolist()
@@ -107,19 +121,22 @@ def departure(got: list, expected: list) -> dict:
     return {}
 
 
-def check_verdicts(check_dir: Path | None, engine: str) -> dict[str, str]:
+def check_verdicts(check_dir: Path | None, engine: str, llama: bool = False) -> dict[str, str]:
     """Case id -> what `refdecode conformance check` said of it (its FAIL / NEAR-TIE line: where the decode
-    departs, and whether refdecode's margin there makes it a near-tie), from run_all.sh's check-<engine>.txt."""
-    path = check_dir / f"check-{engine}.txt" if check_dir else None
+    departs, and whether refdecode's margin there makes it a near-tie), from run_all.sh's check-<engine>.txt
+    (``llama``: check-llama-<engine>.txt)."""
+    path = check_dir / f"check-{'llama-' if llama else ''}{engine}.txt" if check_dir else None
     if not path or not path.exists():
         return {}
     found = (re.match(r"(FAIL|NEAR-TIE) (\S+) \(.*?\): (.*)$", line) for line in path.read_text().splitlines())
     return {m.group(2): f"{m.group(1)}: {m.group(3)}" for m in found if m}
 
 
-def summarise(engine: str, attribute: bool, check_dir: Path | None = None) -> dict:
-    verdicts = check_verdicts(check_dir, engine)
-    path = HERE / engine / "responses.jsonl"
+def summarise(engine: str, attribute: bool, check_dir: Path | None = None, llama: bool = False) -> dict:
+    """The engine's recorded answers (``llama``: responses-llama.jsonl) counted per group, reproduced by its
+    profile, the differing ones with their causes."""
+    verdicts = check_verdicts(check_dir, engine, llama)
+    path = HERE / engine / (LLAMA_RESPONSES if llama else "responses.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     groups: dict[str, dict] = {}
     causes: dict[str, list[str]] = {}
@@ -181,19 +198,23 @@ def reproducer(engine: str, r: dict) -> dict:
 #: refdecode's two forward passes, as the speed table names them.
 FORWARDS = {"plain": "GPT2.from_pretrained(path): the default, readable forward pass (refdecode/model/gpt2.py)",
             "fast": "GPT2.from_pretrained(path, forward=\"fast\"): refdecode/model/fast/"}
+LLAMA_FORWARDS = {"plain": "Llama.from_pretrained(path): the default forward pass (refdecode/model/llama.py)",
+                  "fast": "Llama.from_pretrained(path, forward=\"fast\"): refdecode/model/fast/llama.py"}
 
 
-def refdecode_bench() -> list[dict]:
-    """refdecode's generate on the 124M-shaped checkpoint with each forward pass, timed as the engines' benches time
-    theirs (common/bench_common.py: the same prompt, 64 new tokens, 1 warm-up + 5 runs, median)."""
+def refdecode_bench(path: Path | None = None) -> list[dict]:
+    """refdecode's generate on the 124M-shaped checkpoint (``path``: another, e.g. the 124M-class Llama) with each
+    forward pass, timed as the engines' benches time theirs (common/bench_common.py: the same prompt, 64 new tokens,
+    1 warm-up + 5 runs, median)."""
     from refdecode import generate
     sys.path.insert(0, str(HERE / "common"))
     from bench_common import NEW, PROMPT, default_model, tok_per_s
 
     ids = np.array([PROMPT], dtype=np.int64)
     rows = []
-    for forward, note in FORWARDS.items():
-        model = GPT2.from_pretrained(default_model(), forward=forward)
+    for forward in FORWARDS:
+        model = from_pretrained(path or default_model(), forward=forward)   # GPT2 or Llama, by its config.json
+        note = (LLAMA_FORWARDS if type(model).__name__ == "Llama" else FORWARDS)[forward]
         out = {"engine": "refdecode", "version": __import__("refdecode").__version__, "forward": forward,
                "threads": 1, "note": f"{note}; {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average "
                                      f"{os.getloadavg()[0]:.1f}"}
@@ -209,27 +230,82 @@ def refdecode_bench() -> list[dict]:
     return rows
 
 
+def _bench_key(b: dict) -> tuple:
+    return b.get("engine"), b.get("version"), b.get("forward")
+
+
+def _tok_s(value: float | None) -> str:
+    return "-" if value is None else str(value)
+
+
 def speed_lines(report: dict, t: dict) -> list[str]:
-    """The speed table (greedy, beam-4 and their ratio per engine; refdecode's two forward passes as two rows), and
-    the paragraph on beam-4 from benchmarks/beam_gap.py's figures when the run made them (``t``: the page's words)."""
+    """The speed table (greedy, beam-4 and their ratio per engine; refdecode's two forward passes as two rows; the
+    same engine's figures on the 124M-class Llama, ``report["llama"]["bench"]``, in the Llama columns), and the
+    paragraph on beam-4 from benchmarks/beam_gap.py's figures when the run made them (``t``: the page's words)."""
     lines = ["", t["speed_h"], ""]
     if not report["bench"]:
         return lines + [t["speed_none"]]
-    lines += [t["speed_head"], "|---|---|---|---|---|---|"]
-    for b in report["bench"]:
-        name = b.get("engine") + (f", forward=\"{b['forward']}\"" if b.get("forward") else "")
+    llama = {_bench_key(b): b for b in report.get("llama", {}).get("bench", [])}
+    rows = [(b, llama.pop(_bench_key(b), None)) for b in report["bench"]] + [(None, b) for b in llama.values()]
+    lines += [t["speed_head"], "|---|---|---|---|---|---|---|---|"]
+    for b, ll in rows:
+        first = b or ll
+        name = first.get("engine") + (f", forward=\"{first['forward']}\"" if first.get("forward") else "")
+        b = b or {}
         beam, greedy = b.get("beam4_tok_s"), b.get("greedy_tok_s")
         ratio = f"{beam / greedy:.2f}" if beam and greedy else "-"
-        lines.append(f"| {name} | {b.get('version')} | {'-' if greedy is None else greedy} | "
-                     f"{'-' if beam is None else beam} | {ratio} | "
-                     f"{t['run_text'].format(text=b['note']) if b.get('note') else ''} |")
+        notes = [t["run_text"].format(text=b["note"])] if b.get("note") else []
+        if ll and ll.get("note"):
+            notes.append(t["llama_note"].format(note=t["run_text"].format(text=ll["note"])))
+        lines.append(f"| {name} | {first.get('version')} | {_tok_s(greedy)} | {_tok_s(beam)} | {ratio} | "
+                     f"{_tok_s(ll.get('greedy_tok_s')) if ll else '-'} | {_tok_s(ll.get('beam4_tok_s')) if ll else '-'} "
+                     f"| {' '.join(notes)} |")
     lines += ["", t["speed_how"]]
+    if llama_part := report.get("llama", {}).get("bench"):
+        lines += ["", t["speed_llama"].format(cpu=CPU, n=len(llama_part))]
     gap = report.get("beam_gap")
     if gap:
         genai = (t["gap_genai"].format(**{"genai_gemm_4_x": "?", "genai_lm_head_4_x": "?", **gap},
                                        genai=gap["genai_beam4_over_greedy"]) if "genai_model_4_x" in gap else "")
         lines += ["", t["gap"].format(**gap, plain=gap["plain_beam4_over_greedy"],
                                       fast=gap["fast_beam4_over_greedy"]) + genai]
+    return lines
+
+
+def llama_lines(report: dict, t: dict, lang: str) -> list[str]:
+    """The Llama checkpoint (``report["llama"]``): per engine with a responses-llama.jsonl, the engines_llama groups'
+    pass / differ / unsupported, answered, reproduced by its profile, differing and of those reproduced, and its
+    fresh Llama cases (``fresh_check.py --family llama``); the cases not reproduced and the causes, as above."""
+    part = report.get("llama")
+    if not part or not part.get("engines"):
+        return []
+    fresh = (part.get("fresh") or {}).get("engines", {})
+    lines = ["", t["llama_h"], "", t["llama"], "", t["llama_head"], "|---|---|---|---|---|---|---|---|---|"]
+    for e in part["engines"]:
+        cells = ["{pass} / {differ} / {unsupported}".format(**e["groups"][g])
+                 + (t["no_answer"].format(n=e["groups"][g]["no answer"]) if e["groups"][g].get("no answer") else "")
+                 if g in e["groups"] else "-" for g in LLAMA_GROUPS]
+        f = fresh.get(e["engine"])
+        lines.append(f"| {e['engine']} | {' | '.join(cells)} | {e['answered']} | {e['reproduced']} | "
+                     f"{e['differing']} | {e['reproduced_differing']} | {f['answered'] if f else '-'} | "
+                     f"{f['same'] if f else '-'} |")
+    if part.get("fresh"):
+        lines += ["", t["llama_fresh"].format(seed=part["fresh"]["seed"], cases=part["fresh"]["cases"])]
+        mismatches = [(name, m) for name, r in fresh.items() for m in r["mismatches"]]
+        lines += [t["mismatches"] if mismatches else t["mismatches_none"]]
+        lines += [t["mismatch"].format(name=name, case=m["id"], note=t["run_text"].format(text=m["note"]),
+                                       why=m["why"], reason=mismatch_reason(m, t)) for name, m in mismatches]
+    missed = [(e["engine"], c) for e in part["engines"] for c in e["differing_cases"] if not c["reproduced"]]
+    if missed:
+        lines += ["", t["missed"], ""]
+        for engine, c in missed:
+            where = t["section_sep"].join(t["section"].format(heading=h)
+                                          for h in findings_sections_naming(engine, c["id"], lang)) or t["none_names"]
+            lines.append(t["missed_case"].format(engine=engine, case=c["id"], row=c["departs"].get("row"),
+                                                 position=c["departs"].get("position"), where=where))
+    causes = cause_lines({"engines": part["engines"]}, t)[5:]   # the causes' lines, without the heading and intro
+    if causes:
+        lines += ["", t["llama_causes"], "", *causes]
     return lines
 
 
@@ -347,7 +423,7 @@ def write_markdown(report: dict, lang: str = "en") -> str:
     lines = [t["title"], "", t["generated"].format(date=report["date"]), "",
              t["provenance"].format(provenance=report["provenance"]), "", t["how"], "", t["idea_h"], "", t["idea"], "",
              t["worked_h"], "", t["worked"], "", *WORKED_EXAMPLE]
-    lines += result_lines(report, t) + explained_lines(report, t, lang)
+    lines += result_lines(report, t) + explained_lines(report, t, lang) + llama_lines(report, t, lang)
     lines += fresh_lines(report.get("fresh"), t)
     lines += cause_lines(report, t)
     lines += ["", t["switches_h"], "", t["switches"], "", "```text", *_switch_text(), "```"]
@@ -465,6 +541,28 @@ def bench_rows(args: argparse.Namespace) -> list[dict]:
     return bench
 
 
+def llama_report(attribute: bool, check_dir: Path | None, previous: dict | None, args: argparse.Namespace) -> dict:
+    """``report["llama"]``: every engine with a responses-llama.jsonl summarised (the page's Llama section), every
+    bench-llama.json and refdecode's own rows on the Llama (``--refdecode-bench-llama``: timed now; else the previous
+    report's), fresh_check.py ``--family llama``'s results (``--fresh-llama``; else the previous report's)."""
+    previous = previous or {}
+    engines = [summarise(e, attribute, check_dir, llama=True) for e in ENGINES if (HERE / e / LLAMA_RESPONSES).exists()]
+    bench = [json.loads((HERE / e / LLAMA_BENCH).read_text()) for e in ENGINES if (HERE / e / LLAMA_BENCH).exists()]
+    if args.refdecode_bench_llama:
+        bench += refdecode_bench(args.llama_model)
+    else:
+        bench += [b for b in previous.get("bench", []) if b.get("engine") == "refdecode"]
+    fresh = previous.get("fresh")
+    if args.fresh_llama:
+        fresh = {}
+        merge_fresh(fresh, args.fresh_llama)
+        fresh = fresh["fresh"]
+        for r in fresh["engines"].values():   # an adapter's error quotes this machine's paths: not in the page
+            for m in r["mismatches"]:
+                m["why"] = re.sub(r"(?<![\w.])/(?:[\w.+-]+/)+", "", m["why"].replace(str(ROOT) + "/", ""))
+    return {"engines": engines, "bench": bench, **({"fresh": fresh} if fresh else {})}
+
+
 def total_run_time(path: Path) -> str:
     """The page's sentence for run_all.sh's whole run, from the file it writes at its end (seconds)."""
     seconds = float(path.read_text().split()[0])
@@ -494,6 +592,14 @@ def main() -> None:
     ap.add_argument("--provenance", default="The engines' answers are the committed responses.jsonl files.")
     ap.add_argument("--fresh", type=Path, action="append", default=[],
                     help="fresh_check.py --json output(s) of one seed, merged into the report's fresh-case section")
+    ap.add_argument("--llama", action="store_true",
+                    help="with --from-json: the Llama part again (every responses-llama.jsonl and bench-llama.json)")
+    ap.add_argument("--refdecode-bench-llama", action="store_true",
+                    help="time refdecode's generate on the 124M-class Llama (--llama-model), both forward passes")
+    ap.add_argument("--llama-model", type=Path, default=ROOT / "benchmarks" / "_checkpoints" / "llama-124m-random",
+                    help="the 124M-class Llama (benchmarks/make_llama_checkpoint.py)")
+    ap.add_argument("--fresh-llama", type=Path, action="append", default=[],
+                    help="fresh_check.py --family llama --json output(s) of one seed")
     ap.add_argument("--from-json", action="store_true",
                     help="write docs/engines.md again from report.json (after a FINDINGS.md edit or a change of a "
                          "profile's switches); with --bench / --refdecode-bench / --beam-gap / --run-time-file / "
@@ -510,8 +616,10 @@ def main() -> None:
         if args.fresh:
             report.pop("fresh", None)
             merge_fresh(report, args.fresh)
-        for e in report["engines"]:  # the profiles' switches as the code names them now (they decide no answer)
-            e["switches"] = switches_of(PROFILES[e["engine"]])
+        if args.llama or args.refdecode_bench_llama or args.fresh_llama:
+            report["llama"] = llama_report(not args.no_attribute, args.check_dir, report.get("llama"), args)
+        for e in report["engines"] + report.get("llama", {}).get("engines", []):  # the profiles' switches as the
+            e["switches"] = switches_of(PROFILES[e["engine"]])                     # code names them now
         (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
         write_pages(report)
         return
@@ -529,6 +637,7 @@ def main() -> None:
     if args.beam_gap:
         report["beam_gap"] = json.loads(args.beam_gap.read_text())
     merge_fresh(report, args.fresh)
+    report["llama"] = llama_report(not args.no_attribute, args.check_dir, None, args)
     (HERE / "report.json").write_text(json.dumps(report, indent=1) + "\n")
     write_pages(report)
     for e in engines:

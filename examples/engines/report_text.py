@@ -93,7 +93,26 @@ EN = {
     "speed_h": "## Speed (GPT-2-124M-shaped, 8-token prompt, 64 new tokens, batch 1, median of 5)",
     "speed_none": "Not measured in this run (`run_all.sh` measures it); each engine's FINDINGS.md gives the figures "
                   "its helper measured.",
-    "speed_head": "| engine | version | greedy tok/s | beam-4 tok/s | beam-4 / greedy | note |",
+    "speed_head": "| engine | version | greedy tok/s | beam-4 tok/s | beam-4 / greedy | Llama greedy tok/s | "
+                  "Llama beam-4 tok/s | note |",
+    "llama_note": "Llama: {note}",
+    "speed_llama": "The Llama columns: the same bench scripts, prompt and settings on the 124M-class Llama of "
+                   "`benchmarks/make_llama_checkpoint.py` (768 wide, 12 layers, 12 heads, 4 key-value heads, SwiGLU "
+                   "2,048, the GPT-2 vocabulary, tied head; random weights, not committed: "
+                   "`examples/engines/<engine>/bench.* --model benchmarks/_checkpoints/llama-124m-random`, written to "
+                   "`examples/engines/<engine>/bench-llama.json`), {n} rows; each figure's note gives the date and the "
+                   "load average it was measured at (a figure taken at a load above the machine's cores is a share of "
+                   "a busy machine: compare it only with figures taken at a like load). CPU: {cpu}.",
+    "llama_h": "## Llama checkpoint (engines_llama: the same prompts and settings on the shipped Llama)",
+    "llama": "Each engine that has `examples/engines/<engine>/responses-llama.jsonl` (the suite's `engines_llama` "
+             "group: the `engines` group's prompts and settings on `models/tiny-shakespeare-llama`, Hugging Face's "
+             "LlamaForCausalLM layout, GPT-2's tokenizer, eos 198; the engine converts the folder with its own "
+             "converter): pass / differ / unsupported per group, then its profile run on every answered case, as "
+             "above, and its fresh Llama cases (`fresh_check.py --family llama`: answered, profile = engine).",
+    "llama_head": "| engine | engines_llama_greedy | engines_llama_beam_search | answered | reproduced | differ from "
+                  "4.38.2 | of those reproduced | fresh answered | fresh profile = engine |",
+    "llama_fresh": "Fresh Llama cases: `examples/engines/fresh_check.py --family llama --fresh {cases} --seed {seed}`.",
+    "llama_causes": "Causes assigned to the Llama checkpoint's differing cases:",
     "speed_how": "Each engine single-threaded, its own bench script (`examples/engines/<engine>/bench.*`); refdecode: "
                  "`generate` with OPENBLAS_NUM_THREADS=1, once per forward pass. One run each, on a shared 2-core "
                  "machine: read the ratios, not the third digit.",
@@ -196,7 +215,25 @@ ZH = {
     "speed_h": "## 速度（GPT-2-124M 形状，8 个词元的提示，64 个新词元，批大小 1，5 次的中位数） "
                "{#speed-gpt-2-124m-shaped-8-token-prompt-64-new-tokens-batch-1-median-of-5}",
     "speed_none": "本次运行没有测量（`run_all.sh` 会测量）；各引擎的 FINDINGS.md 给出了其作者测得的数字。",
-    "speed_head": "| 引擎 | 版本 | 贪心搜索（词元/秒） | 束宽 4（词元/秒） | 束宽 4 / 贪心搜索 | 说明 |",
+    "speed_head": "| 引擎 | 版本 | 贪心搜索（词元/秒） | 束宽 4（词元/秒） | 束宽 4 / 贪心搜索 | Llama 贪心搜索（词元/秒） | "
+                  "Llama 束宽 4（词元/秒） | 说明 |",
+    "llama_note": "Llama 上：{note}",
+    "speed_llama": "Llama 两列：同样的基准脚本、提示和设置，模型换成 `benchmarks/make_llama_checkpoint.py` 生成的 124M "
+                   "级 Llama（宽 768，12 层，12 个头，4 个键值头，SwiGLU 2,048，GPT-2 词表，输出层与嵌入共享；随机权重，"
+                   "不随仓库提交：`examples/engines/<engine>/bench.* --model benchmarks/_checkpoints/llama-124m-random`，"
+                   "结果写入 `examples/engines/<engine>/bench-llama.json`），共 {n} 行；每个数字的说明给出测量的日期和"
+                   "当时的平均负载（负载高于机器核数时测得的数字只是繁忙机器上分到的一份：只能与负载相近时测得的数字相比）。"
+                   "CPU：{cpu}。",
+    "llama_h": "## Llama 检查点（engines_llama：同样的提示和设置，换成随仓库提供的 Llama） {#llama-checkpoint-engines_llama-the-same-prompts-and-settings-on-the-shipped-llama}",
+    "llama": "每个有 `examples/engines/<engine>/responses-llama.jsonl` 的引擎（测试集的 `engines_llama` 组："
+             "`engines` 组的提示和设置，模型换成 `models/tiny-shakespeare-llama`，即 Hugging Face 的 "
+             "LlamaForCausalLM 布局、GPT-2 的分词器、eos 198；引擎用它自己的转换器转换该文件夹）：每组的通过 / 不同 / "
+             "不支持，然后像上文一样在每个已回答的用例上运行它的画像，以及它在新抽取的 Llama 用例上的结果"
+             "（`fresh_check.py --family llama`：已回答，画像 = 引擎）。",
+    "llama_head": "| 引擎 | engines_llama_greedy | engines_llama_beam_search | 已回答 | 已复现 | 与 4.38.2 不同 | "
+                  "其中已复现 | 新用例已回答 | 新用例画像 = 引擎 |",
+    "llama_fresh": "新抽取的 Llama 用例：`examples/engines/fresh_check.py --family llama --fresh {cases} --seed {seed}`。",
+    "llama_causes": "分配给 Llama 检查点上各不同用例的原因：",
     "speed_how": "每个引擎单线程运行，用它自己的基准脚本（`examples/engines/<engine>/bench.*`）；refdecode："
                  "`generate`，OPENBLAS_NUM_THREADS=1，每种前向计算各一次。每项只运行一次，机器是共享的 2 核机器："
                  "请看比值，不要看第三位数字。",

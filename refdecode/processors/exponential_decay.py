@@ -45,9 +45,16 @@ def exponential_decay_length_penalty_process(input_ids: np.ndarray, scores: np.n
     cur_len = input_ids.shape[-1]
     out = scores.copy()
     if cur_len > regulation_start:
-        factor = pow(regulation_factor, cur_len - regulation_start) - 1
+        try:
+            factor = pow(regulation_factor, cur_len - regulation_start) - 1
+        except OverflowError:  # transformers 4.38.2 raises this OverflowError from the same Python pow
+            raise ValueError(f"`exponential_decay_length_penalty`: decay_factor {regulation_factor!r} to the power "
+                             f"{cur_len - regulation_start} overflows float64 (at most about 1.8e308); use a smaller "
+                             "decay_factor or a later start_index") from None
+        with np.errstate(over="ignore"):   # a factor past float32's range is inf, as torch's cast makes it
+            factor32 = np.float32(factor)
         for e in eos:
-            out[:, e] = out[:, e] + np.abs(out[:, e]) * np.float32(factor)
+            out[:, e] = out[:, e] + np.abs(out[:, e]) * factor32
     return out
 
 

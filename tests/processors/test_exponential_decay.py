@@ -33,3 +33,13 @@ def test_starts_after_start_index_generated_tokens_and_grows_exponentially():
 def test_invalid_pair_names_the_argument(pair):
     with pytest.raises(ValueError, match="`exponential_decay_length_penalty`"):
         ExponentialDecayLengthPenalty(pair, 0, 3)
+
+
+def test_a_factor_past_float64_is_a_value_error_naming_the_argument():
+    """1e10 ** 40 overflows Python's float (transformers 4.38.2 raises OverflowError from the same pow); a huge but
+    finite factor is float32 inf, as torch's product with a Python scalar gives."""
+    proc = ExponentialDecayLengthPenalty((0, 1e10), eos_token_id=0, input_ids_seq_length=1)
+    s = np.array([[1.0, 5.0]], dtype=np.float32)
+    with pytest.raises(ValueError, match="`exponential_decay_length_penalty`.*overflows float64"):
+        proc(np.zeros((1, 42), dtype=np.int64), s)
+    assert proc(np.zeros((1, 6), dtype=np.int64), s)[0, 0] == np.inf   # 1e50: finite in float64, inf in float32

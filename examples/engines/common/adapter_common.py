@@ -42,8 +42,10 @@ NEEDS_BEAM_INDICES = {"gpt2_beam_search", "gpt2_group_beam_search", "gpt2_beam_s
                       "beam_sample", "group_beam_search", "beam_search_ties", "constrained_beam_search"}
 
 
-def decode_request(request: dict) -> tuple[Path, list[list[int]], list[list[int]], dict]:
-    """(model folder, input_ids, attention_mask, config) of a GPT-2 decode request without uniforms; Unsupported
+def decode_request(request: dict, kinds: tuple[str, ...] = ("gpt2",)) -> tuple[Path, list[list[int]], list[list[int]],
+                                                                          dict]:
+    """(model folder, input_ids, attention_mask, config) of a decode request without uniforms on a model of one of
+    ``kinds`` (``{"kind": "gpt2" | "llama", ...}``: an adapter that converts Llama folders passes both); Unsupported
     for anything else (another kind of request or model, a type that needs beam_indices, sampling's draws)."""
     kind = request.get("type", "")
     inp = request["input"]
@@ -52,8 +54,8 @@ def decode_request(request: dict) -> tuple[Path, list[list[int]], list[list[int]
     if kind in NEEDS_BEAM_INDICES:
         raise Unsupported(f"{kind} requires beam_indices, which the engine does not return")
     model = inp["model"]
-    if model.get("kind", "gpt2") != "gpt2":
-        raise Unsupported(f"model kind {model.get('kind')!r}: only GPT-2 checkpoints are exported")
+    if model.get("kind", "gpt2") not in kinds:
+        raise Unsupported(f"model kind {model.get('kind')!r}: this engine's adapter takes {', '.join(kinds)} only")
     if "uniforms" in inp:
         raise Unsupported("sampling: the engine cannot be given the case's uniforms")
     model_dir = Path(model["path"])

@@ -3,9 +3,10 @@ r"""Keep of recorded responses (``record_responses.py``) what refdecode's engine
     .venv/bin/python examples/engines/common/slim_responses.py RECORDED.jsonl examples/engines/ENGINE/responses.jsonl
 
 One JSON line per case: {"id", "type", "model" (the model folder's name: ``models/<name>`` or
-``tests/golden/models/<name>`` of a refdecode checkout), "input_ids", "attention_mask", "config", "expected"
-(4.38.2's sequences), "response" (the engine's sequences and sequences_scores, or its "unsupported" / "error")},
-and for sampling cases their "uniforms" (the draws the profiles replay).
+``tests/golden/models/<name>`` of a refdecode checkout; a Llama folder's record adds "kind": "llama"),
+"input_ids", "attention_mask", "config", "expected" (4.38.2's sequences), "response" (the engine's sequences and
+sequences_scores, or its "unsupported" / "error")}, and for sampling cases their "uniforms" (the draws the profiles
+replay).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 
 def slim(record: dict) -> dict | None:
     inp = record["input"]
-    if inp.get("model", {}).get("kind") != "gpt2" or (inp["config"].get("do_sample") and "uniforms" not in inp):
+    kind = inp.get("model", {}).get("kind")
+    if kind not in ("gpt2", "llama") or (inp["config"].get("do_sample") and "uniforms" not in inp):
         return None
     response = record["response"]
     if "output" in response:
@@ -25,7 +27,8 @@ def slim(record: dict) -> dict | None:
         response = {"output": kept}
     else:
         response = {k: v for k, v in response.items() if k in ("unsupported", "error")}
-    return {"id": record["id"], "type": record["type"], "model": Path(inp["model"]["path"]).name,
+    kind = {"kind": "llama"} if inp["model"]["kind"] == "llama" else {}   # GPT-2 records: no "kind", as before
+    return {"id": record["id"], "type": record["type"], "model": Path(inp["model"]["path"]).name, **kind,
             "input_ids": inp["input_ids"], "attention_mask": inp["attention_mask"], "config": inp["config"],
             **({"uniforms": inp["uniforms"]} if inp["config"].get("do_sample") else {}),
             "expected": {"sequences": record["expected"]["sequences"]}, "response": response}

@@ -1,7 +1,8 @@
-r"""CTranslate2 4.8.5 as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 folders).
+r"""CTranslate2 4.8.5 as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 and Llama folders).
 
 On first use of a model folder the adapter converts it (convert.py, CTranslate2's own TransformersConverter,
-float32) into ``cache/<folder name>-<first 12 hex of sha256(model.safetensors)>/`` and loads it with
+its GPT2Loader or LlamaLoader as config.json's architecture says, float32) into
+``cache/<folder name>-<first 12 hex of sha256(model.safetensors)>/`` and loads it with
 ``ctranslate2.Generator(path, device="cpu", compute_type="float32", inter_threads=1, intra_threads=1)``.
 
 The request's prompts go to ONE ``generate_batch`` call, as CTranslate2's users call it: each prompt as its real
@@ -97,8 +98,8 @@ def converted(src: Path) -> Path:
 
 
 def generator(spec: dict) -> tuple[ctranslate2.Generator, dict]:
-    if spec.get("kind") != "gpt2":
-        raise Unsupported(f"model kind {spec.get('kind')!r}: CTranslate2 runs converted checkpoints only")
+    if spec.get("kind") not in ("gpt2", "llama"):
+        raise Unsupported(f"model kind {spec.get('kind')!r}: this adapter converts GPT-2 and Llama folders only")
     src = Path(spec["path"])
     key = str(src)
     if key not in _GENERATORS:

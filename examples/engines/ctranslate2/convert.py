@@ -1,4 +1,4 @@
-r"""Convert a Hugging Face GPT-2 folder (config.json + model.safetensors) into a CTranslate2 model directory.
+r"""Convert a Hugging Face GPT-2 or Llama folder (config.json + model.safetensors) into a CTranslate2 model directory.
 
     PYTHON convert.py SRC_DIR OUT_DIR CT2_SITE_PACKAGES
 
@@ -6,8 +6,9 @@ Runs in an interpreter that has torch and transformers 4.38.2 (the adapter picks
 exists, else ./env-convert made by setup.sh); CTranslate2 itself is imported from CT2_SITE_PACKAGES (./env's),
 appended to sys.path so that the interpreter's own numpy/torch win.
 
-CTranslate2's own converter, ``ctranslate2.converters.TransformersConverter``, does the work (its ``GPT2Loader``
-maps the weights), with two wraps:
+CTranslate2's own converter, ``ctranslate2.converters.TransformersConverter``, does the work (its ``GPT2Loader``,
+or for a LlamaForCausalLM folder its ``LlamaLoader``: RMSNorm, RoPE non-interleaved with the config's rope_theta,
+SwiGLU, ``num_heads_kv`` for grouped-query attention, the tied head as ``model.lm_head``), with two wraps:
 
 * ``load_model``: CTranslate2 4.8 calls ``from_pretrained(..., dtype=...)``; transformers 4.38.2 names that
   argument ``torch_dtype`` (it would take ``dtype`` as a config override and ignore it). Float32 is forced.

@@ -1,4 +1,5 @@
-// refdecode conformance client for llama.cpp through node-llama-cpp 3.21.1 (docs/conformance.md, "The protocol").
+// refdecode conformance client for llama.cpp through node-llama-cpp 3.21.1 (docs/conformance.md, "The protocol"), on
+// GPT-2 and Llama checkpoints (Hugging Face folders, converted to GGUF on first use: convert.py).
 //
 // What node-llama-cpp can express, it is given; what it has no option for is answered Unsupported:
 // - greedy (num_beams 1, do_sample false): LlamaContextSequence.evaluate with temperature 0 (llama.cpp's greedy
@@ -17,7 +18,7 @@
 import { floats, serve, Unsupported } from "../common/protocol.mjs";
 import { greedyRow, loadModel, sampleRow } from "./engine.mjs";
 
-const DECODE_TYPES = new Set(["gpt2_greedy", "gpt2_beam_search", "gpt2_sample", "sample", "gpt2_beam_sample", "gpt2_group_beam_search", "gpt2_contrastive_search"]);
+const DECODE_TYPES = new Set(["gpt2_greedy", "gpt2_beam_search", "gpt2_sample", "sample", "gpt2_beam_sample", "gpt2_group_beam_search", "gpt2_contrastive_search", "llama_sample"]);
 
 function checkConfig(config, T) {
   const numBeams = config.num_beams ?? 1;
@@ -34,7 +35,8 @@ async function answer(request) {
   const { type, input } = request;
   const isDecode = DECODE_TYPES.has(type) || (type.startsWith("engines_") && input && input.model);
   if (!isDecode) throw new Unsupported(`llama.cpp exposes no ${type} step on its own`);
-  if (input.model.kind !== "gpt2") throw new Unsupported(`no ${input.model.kind} model in llama.cpp`);
+  // GPT-2 and Llama folders (convert.py: convert_hf_to_gguf.py's GPT2Model / LlamaModel)
+  if (!["gpt2", "llama"].includes(input.model.kind)) throw new Unsupported(`no ${input.model.kind} model in llama.cpp`);
   if (type === "gpt2_beam_search" || type === "gpt2_group_beam_search" || type === "gpt2_beam_sample") {
     throw new Unsupported("no beam search (and no beam_indices)");
   }

@@ -38,7 +38,7 @@ function sha256File(file) {
   return hash.digest("hex");
 }
 
-/** The float32 GGUF of a Hugging Face GPT-2 folder: cache/<name>-<sha256[:12]>/model.gguf, converted on first use. */
+/** The float32 GGUF of a Hugging Face GPT-2 or Llama folder: cache/<name>-<sha256[:12]>/model.gguf, converted on first use. */
 export function ggufFor(modelDir) {
   const weights = path.join(modelDir, "model.safetensors");
   const key = `${path.basename(path.resolve(modelDir))}-${sha256File(weights).slice(0, 12)}`;
@@ -65,7 +65,7 @@ export async function loadModel(modelDir, { threads = 1 } = {}) {
   if (!loaded.has(key)) {
     loaded.set(key, (async () => {
       const config = JSON.parse(fs.readFileSync(path.join(modelDir, "config.json"), "utf8"));
-      const nCtx = config.n_ctx ?? config.n_positions;
+      const nCtx = config.n_ctx ?? config.n_positions ?? config.max_position_embeddings;   // GPT-2 / Llama
       const l = await llama();
       const model = await l.loadModel({ modelPath: ggufFor(modelDir), gpuLayers: 0 });
       const context = await model.createContext({

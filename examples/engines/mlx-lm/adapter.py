@@ -1,4 +1,5 @@
-r"""mlx-lm 0.32.2 (mlx[cpu] 0.32.4) as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 folders).
+r"""mlx-lm 0.32.2 (mlx[cpu] 0.32.4) as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 and
+Llama folders; a Llama folder is converted by mlx-lm's own ``mlx_lm.convert``, ``converted_llama``).
 
 On first use of a model folder the adapter writes it as an mlx-lm folder (convert.py: the original GPT-2 weight
 names, ``n_ctx``, float32) into ``cache/<folder name>-<first 12 hex of sha256(model.safetensors)>/`` and loads it
@@ -82,10 +83,58 @@ def converted(src: Path) -> Path:
     return out
 
 
+def tokenizer_config(src: Path, stage: Path) -> dict:
+    """tokenizer_config.json for the staged folder: GPT-2's fast tokenizer for the folder's tokenizer.json; a
+    folder without one (the suite's tiny Llamas, a random benchmark checkpoint) gets a stand-in written to the
+    stage, a WordLevel vocabulary ``<0>`` .. ``<V-1>`` whose eos is the config's (requests are token ids)."""
+    if (src / "tokenizer.json").is_file():
+        return {"tokenizer_class": "GPT2TokenizerFast"}
+    config = json.loads((src / "config.json").read_text())
+    eos = f"<{int(config.get('eos_token_id', 0))}>"
+    vocab = {f"<{i}>": i for i in range(int(config["vocab_size"]))}
+    (stage / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+        "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None, "decoder": None,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": eos}}))
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": eos, "bos_token": eos, "unk_token": eos}
+
+
+def converted_llama(src: Path) -> Path:
+    """The cached mlx-lm folder of a HF Llama folder, written on first use by mlx-lm's own converter
+    (``mlx_lm.convert``, float32: the shipped weights are float16 and mlx-lm computes in the weights' dtype).
+    mlx-lm's Llama (``mlx_lm/models/llama.py``) reads transformers' names as they are; the converter loads the
+    folder's tokenizer, which is GPT-2's ``tokenizer.json`` with no tokenizer_config.json: the folder is staged
+    with one naming ``GPT2TokenizerFast`` (``tokenizer_config``; token ids are all the adapter exchanges)."""
+    import contextlib
+    import shutil
+    import tempfile
+
+    from mlx_lm.convert import convert as mlx_convert
+
+    out = CACHE / weights_key(src)
+    if not (out / "config.json").exists():
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="refdecode-mlx-") as tmp:
+            stage = Path(tmp) / "hf"
+            stage.mkdir()
+            for name in ("config.json", "model.safetensors", "tokenizer.json", "generation_config.json"):
+                if (src / name).is_file():
+                    (stage / name).symlink_to(src / name)
+            (stage / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(src, stage)))
+            shutil.rmtree(out.with_name(out.name + ".tmp"), ignore_errors=True)
+            with contextlib.redirect_stdout(sys.stderr):   # its log lines are not the protocol's
+                mlx_convert(str(stage), mlx_path=str(out.with_name(out.name + ".tmp")), dtype="float32")
+        out.with_name(out.name + ".tmp").rename(out)
+        print(f"mlx-lm: converted {src} -> {out} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return out
+
+
 def model_for(spec: dict):
-    if spec.get("kind") != "gpt2":
-        raise Unsupported(f"model kind {spec.get('kind')!r}: mlx-lm runs GPT-2 folders only here")
+    if spec.get("kind") not in ("gpt2", "llama"):
+        raise Unsupported(f"model kind {spec.get('kind')!r}: mlx-lm runs GPT-2 and Llama folders only here")
     src = Path(spec["path"])
+    if spec["kind"] == "llama" and str(src) not in _MODELS:
+        _MODELS[str(src)] = load_model(converted_llama(src))[0]
     if str(src) not in _MODELS:
         config = json.loads((src / "config.json").read_text())
         # mlx-lm's GPT-2 has one MLP shape and one activation (models/gpt2.py MLP: 4 * n_embd, gelu_approx)

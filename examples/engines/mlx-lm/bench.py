@@ -28,16 +28,19 @@ sys.path.insert(0, str(HERE.parent / "common"))
 from bench_common import NEW, PROMPT, default_model, tok_per_s  # noqa: E402
 
 sys.path.insert(0, str(HERE))
-from adapter import converted  # noqa: E402  (the adapter's cache: one conversion per checkpoint)
+from adapter import converted, converted_llama  # noqa: E402  (the adapter's cache: one conversion per checkpoint)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="timed runs (after one warm-up)")
-    ap.add_argument("--model", type=Path, default=None, help="a HF GPT-2 folder (default: the 124M-shaped one)")
+    ap.add_argument("--model", type=Path, default=None,
+                    help="a HF GPT-2 or Llama folder (default: the 124M-shaped GPT-2)")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    model, _ = load_model(converted(args.model or default_model()))
+    src = args.model or default_model()
+    llama = json.loads((src / "config.json").read_text()).get("model_type") == "llama"
+    model, _ = load_model((converted_llama if llama else converted)(src))
     prepare = time.perf_counter() - t0
     prompt, sampler = mx.array(PROMPT), make_sampler(temp=0.0)
 

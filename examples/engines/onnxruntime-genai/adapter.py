@@ -2,8 +2,9 @@ r"""onnxruntime-genai 0.18.0 as a `refdecode conformance check` client (docs/con
 
 Started by ``examples/engines/onnxruntime-genai/run`` inside ``env/`` (made by ``setup.sh``). For each decode request:
 
-* the checkpoint is converted once (``convert.py``: the shared optimum ONNX export + a hand-written
-  ``genai_config.json`` of type "llama") into ``cache/<model-name>-<sha256(model.safetensors)[:12]>/``;
+* the checkpoint is converted once (``convert.py``: a GPT-2 folder by the shared optimum ONNX export + a
+  hand-written ``genai_config.json`` of type "llama"; a Llama folder by onnxruntime-genai's model builder) into
+  ``cache/<model-name>-<sha256(model.safetensors)[:12]>/``;
 * the case's ``eos_token_id`` (a list) and ``pad_token_id`` are overlaid on the config (``og.Config.overlay``), so
   the engine stops on exactly those ids (models are kept per (folder, eos, pad));
 * the prompts go in as onnxruntime-genai's own batch convention: RIGHT-padded with ``pad_token_id`` (its
@@ -144,7 +145,7 @@ def generate(model_dir: Path, input_ids: list[list[int]], attention_mask: list[l
 
 
 def answer(request: dict) -> dict:
-    model_dir, input_ids, mask, cfg = decode_request(request)
+    model_dir, input_ids, mask, cfg = decode_request(request, kinds=("gpt2", "llama"))
     check_options(cfg)
     return generate(model_dir, input_ids, mask, cfg)
 

@@ -1,6 +1,15 @@
-r"""The onnxruntime-genai model folder for a GPT-2 checkpoint: the shared ONNX export + a genai_config.json.
+r"""The onnxruntime-genai model folder for a GPT-2 checkpoint (the shared ONNX export + a genai_config.json) or a
+Llama checkpoint (onnxruntime-genai's own model builder).
 
     python convert.py MODEL_DIR OUT_DIR
+
+A LlamaForCausalLM folder (config.json ``model_type`` "llama") goes through the engine's model builder,
+``python -m onnxruntime_genai.models.builder -i MODEL_DIR -o OUT_DIR -p fp32 -e cpu`` (its Llama builder: RMSNorm,
+rotary embedding and GroupQueryAttention contrib ops, SwiGLU, the tied head; it writes model.onnx and
+genai_config.json itself); then the session is set to one thread, as for GPT-2. The builder needs torch and
+transformers 5.x (it imports 5.x's model classes): it runs in ``$REFDECODE_OG_BUILDER_PYTHON``, by default the
+transformers-5 engine's env (torch 2.13.0 + transformers 5.24.0, ../transformers-5/setup.sh), with this engine's
+env/ (onnxruntime-genai, onnxruntime) and env-builder/ (onnx-ir, onnx: setup.sh) on its path.
 
 Runs ``examples/engines/onnx-export/export.py`` (with that folder's own env/, made by its setup.sh) to write
 ``OUT_DIR/onnx/model.onnx``, then writes ``OUT_DIR/genai_config.json`` by hand from config.json. onnxruntime-genai
@@ -65,7 +74,28 @@ def genai_config(hf_config: dict) -> dict:
     }
 
 
+def build_llama(model_dir: Path, out_dir: Path) -> None:
+    """onnxruntime-genai's model builder on a Hugging Face Llama folder (float32, CPU), one thread per session."""
+    import os
+
+    default = HERE.parent / "transformers-5" / "env" / "bin" / "python"
+    python = os.environ.get("REFDECODE_OG_BUILDER_PYTHON", str(default))
+    site = next((HERE / "env" / "lib").glob("python3*/site-packages"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE / "env-builder"), str(site)]))
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    subprocess.run([python, "-m", "onnxruntime_genai.models.builder", "-i", str(model_dir), "-o", str(tmp), "-p",
+                    "fp32", "-e", "cpu", "-c", str(tmp / "hf-cache")], check=True, stdout=sys.stderr, env=env)
+    config = json.loads((tmp / "genai_config.json").read_text())
+    config["model"]["decoder"].setdefault("session_options", {}).update(intra_op_num_threads=1,
+                                                                        inter_op_num_threads=1)
+    (tmp / "genai_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    tmp.rename(out_dir)
+
+
 def convert(model_dir: Path, out_dir: Path) -> None:
+    if json.loads((model_dir / "config.json").read_text()).get("model_type") == "llama":
+        build_llama(model_dir, out_dir)
+        return
     python = EXPORT / "env" / "bin" / "python"
     if not python.exists():
         subprocess.run(["bash", str(EXPORT / "setup.sh")], check=True, stdout=sys.stderr)

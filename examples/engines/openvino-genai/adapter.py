@@ -173,7 +173,7 @@ def generate(model_dir: Path, input_ids: list[list[int]], attention_mask: list[l
 
 
 def answer(request: dict) -> dict:
-    return generate(*decode_request(request))
+    return generate(*decode_request(request, kinds=("gpt2", "llama")))   # optimum-intel exports both
 
 
 if __name__ == "__main__":

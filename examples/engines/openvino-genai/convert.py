@@ -1,5 +1,6 @@
-r"""The OpenVINO GenAI model folder for a GPT-2 checkpoint: a float32 Hugging Face folder, then ``optimum-cli export
-openvino --task text-generation-with-past --weight-format fp32`` (optimum-intel 2.2.0), tokenizer included.
+r"""The OpenVINO GenAI model folder for a GPT-2 or Llama checkpoint: a float32 Hugging Face folder, then
+``optimum-cli export openvino --task text-generation-with-past --weight-format fp32`` (optimum-intel 2.2.0),
+tokenizer included.
 
     env/bin/python convert.py MODEL_DIR OUT_DIR
 
@@ -48,12 +49,13 @@ def float32_folder(src: Path, dst: Path) -> None:
     config["torch_dtype"] = "float32"
     (dst / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     eos = int(config.get("eos_token_id", 0))
+    context = config.get("n_positions") or config["max_position_embeddings"]   # GPT-2's name / Llama's
     if (src / "tokenizer.json").is_file():
         shutil.copy2(src / "tokenizer.json", dst / "tokenizer.json")
-        tok_config = {"tokenizer_class": "GPT2Tokenizer", "model_max_length": config["n_positions"]}
+        tok_config = {"tokenizer_class": "GPT2Tokenizer", "model_max_length": context}
     else:
         (dst / "tokenizer.json").write_text(json.dumps(stand_in_tokenizer(config)))
-        tok_config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": config["n_positions"],
+        tok_config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": context,
                       "eos_token": f"<{eos}>", "bos_token": f"<{eos}>", "unk_token": f"<{eos}>"}
     (dst / "tokenizer_config.json").write_text(json.dumps(tok_config, indent=2) + "\n")
     if (src / "generation_config.json").is_file():

@@ -28,6 +28,7 @@ What it answers (the engine's output as it is, FINDINGS FX1-FX9):
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -42,21 +43,40 @@ from protocol import Unsupported, serve  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import transformers  # noqa: E402
-from transformers import FlaxGPT2LMHeadModel, GenerationConfig  # noqa: E402
+from transformers import FlaxGPT2LMHeadModel, FlaxLlamaForCausalLM, FlaxPreTrainedModel, GenerationConfig  # noqa: E402
 
 from convert import float32_folder  # noqa: E402
 
 transformers.logging.set_verbosity_error()
-_MODELS: dict[str, FlaxGPT2LMHeadModel] = {}
+_MODELS: dict[str, FlaxPreTrainedModel] = {}
+CLASSES = {"gpt2": FlaxGPT2LMHeadModel, "llama": FlaxLlamaForCausalLM}
 
 
-def _model(spec: dict) -> FlaxGPT2LMHeadModel:
-    if spec.get("kind") != "gpt2":
-        raise Unsupported(f"model kind {spec.get('kind')!r}: this engine runs Hugging Face GPT-2 folders only")
+def llama_refusal(folder: Path) -> str | None:
+    """Why 4.38.2's FlaxLlamaForCausalLM cannot hold this Llama, or None: it has no grouped-query attention (its
+    k_proj and v_proj are hidden_size wide, modeling_flax_llama.py:203-211; num_key_value_heads is read nowhere) and
+    no tied head (lm_head is a Dense of its own, :657-662; tie_word_embeddings is read nowhere), so from_pt either
+    fails on the k/v shapes or leaves the head at its random init."""
+    config = json.loads((folder / "config.json").read_text())
+    heads = config["num_attention_heads"]
+    if config.get("num_key_value_heads", heads) != heads:
+        return (f"grouped-query attention ({config['num_key_value_heads']} key-value heads of {heads}): "
+                "FlaxLlamaForCausalLM 4.38.2 projects k and v to hidden_size (modeling_flax_llama.py:203-211)")
+    if config.get("tie_word_embeddings", False):
+        return ("a tied head (tie_word_embeddings): FlaxLlamaForCausalLM 4.38.2's lm_head is a Dense of its own "
+                "(modeling_flax_llama.py:657-662)")
+    return None
+
+
+def _model(spec: dict) -> FlaxPreTrainedModel:
+    if spec.get("kind") not in CLASSES:
+        raise Unsupported(f"model kind {spec.get('kind')!r}: this adapter runs Hugging Face GPT-2 and Llama folders")
     path = str(spec["path"])
+    if spec["kind"] == "llama" and (why := llama_refusal(Path(path))):
+        raise Unsupported(why)
     if path not in _MODELS:
-        _MODELS[path] = FlaxGPT2LMHeadModel.from_pretrained(str(float32_folder(Path(path))), from_pt=True,
-                                                            dtype=jnp.float32)
+        _MODELS[path] = CLASSES[spec["kind"]].from_pretrained(str(float32_folder(Path(path))), from_pt=True,
+                                                              dtype=jnp.float32)
     return _MODELS[path]
 
 

@@ -36,11 +36,11 @@ def float32_folder(src: Path, out: Path | None = None) -> Path:
     if (out / "config.json").exists():
         return out
     import torch
-    from transformers import GPT2LMHeadModel
+    from transformers import AutoModelForCausalLM   # GPT2LMHeadModel or LlamaForCausalLM, by config.json
 
     t0 = time.perf_counter()
     tmp = out.with_name(out.name + ".tmp")
-    GPT2LMHeadModel.from_pretrained(str(src), torch_dtype=torch.float32).save_pretrained(str(tmp))
+    AutoModelForCausalLM.from_pretrained(str(src), torch_dtype=torch.float32).save_pretrained(str(tmp))
     tmp.rename(out)
     print(f"transformers-4.38.2-flax: float32 copy {src} -> {out} in {time.perf_counter() - t0:.1f} s",
           file=sys.stderr)

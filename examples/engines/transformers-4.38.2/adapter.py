@@ -7,7 +7,8 @@ places 5.x differs are marked ``FIVE``: ``from_pretrained(dtype=)``, group beam 
 refdecode's expected values are transformers 4.38.2's, so this adapter must pass every case it can express: it
 proves the protocol, the harness and the case export, before any foreign engine is blamed for a difference.
 
-It loads the case's Hugging Face folder with ``GPT2LMHeadModel.from_pretrained`` (float32, eval), builds a
+It loads the case's Hugging Face folder with ``GPT2LMHeadModel.from_pretrained`` (``{"kind": "gpt2"}``) or
+``LlamaForCausalLM.from_pretrained`` (``{"kind": "llama"}``: the engines_llama cases) (float32, eval), builds a
 ``GenerationConfig`` from the request's ``config`` as it is (every field passed, none dropped) and calls
 ``model.generate(input_ids, attention_mask=..., generation_config=..., output_scores=True,
 return_dict_in_generate=True)``. torch runs single-threaded.
@@ -33,7 +34,7 @@ from protocol import Unsupported, decode_request, serve  # noqa: E402
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import GenerationConfig, GPT2LMHeadModel  # noqa: E402
+from transformers import GenerationConfig, GPT2LMHeadModel, LlamaForCausalLM, PreTrainedModel  # noqa: E402
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -43,15 +44,18 @@ MAX_SCORE_VALUES = int(os.environ.get("REFDECODE_ENGINE_MAX_SCORES", 2_000_000))
 #: transformers 5.x (examples/engines/transformers-5/run runs this file in its own env) renamed ``torch_dtype``
 FIVE = int(transformers.__version__.split(".")[0]) >= 5
 DTYPE = {"dtype" if FIVE else "torch_dtype": torch.float32}
-_MODELS: dict[str, GPT2LMHeadModel] = {}
+#: the model class of each kind of case model (the conformance protocol's ``{"kind": ..., "path": ...}``)
+CLASSES = {"gpt2": GPT2LMHeadModel, "llama": LlamaForCausalLM}
+_MODELS: dict[str, PreTrainedModel] = {}
 
 
-def _model(spec: dict) -> GPT2LMHeadModel:
-    if spec.get("kind") != "gpt2":
-        raise Unsupported(f"model kind {spec.get('kind')!r}: this engine runs Hugging Face GPT-2 folders only")
+def _model(spec: dict) -> PreTrainedModel:
+    if spec.get("kind") not in CLASSES:
+        raise Unsupported(f"model kind {spec.get('kind')!r}: this adapter runs Hugging Face GPT-2 and Llama "
+                          "folders only")
     path = str(spec["path"])
     if path not in _MODELS:
-        model = GPT2LMHeadModel.from_pretrained(path, **DTYPE)
+        model = CLASSES[spec["kind"]].from_pretrained(path, **DTYPE)
         model.eval()
         _MODELS[path] = model
     return _MODELS[path]

@@ -5,7 +5,8 @@ timed runs each; prints one JSON line with the medians in new tokens per second.
     examples/engines/transformers-4.38.2/env/bin/python examples/engines/transformers-4.38.2/bench.py [--model DIR]
 
 transformers 5.x runs the same file in its env (examples/engines/transformers-5/bench.py); 5.x renamed
-``torch_dtype`` to ``dtype``.
+``torch_dtype`` to ``dtype``. ``--model`` a Llama folder (the speed table's Llama column:
+benchmarks/make_llama_checkpoint.py's 124M-class Llama): ``AutoModelForCausalLM`` loads either by its config.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from transformers import GenerationConfig, GPT2LMHeadModel
+from transformers import AutoModelForCausalLM, GenerationConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
 from bench_common import NEW, PROMPT, bench_modes, default_model  # noqa: E402  (one prompt, length and checkpoint for all)
@@ -33,10 +34,11 @@ def main() -> None:
     torch.set_num_threads(1)
     transformers.logging.set_verbosity_error()
     dtype = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-    model = GPT2LMHeadModel.from_pretrained(str(args.model or default_model()), **{dtype: torch.float32}).eval()
+    model = AutoModelForCausalLM.from_pretrained(str(args.model or default_model()), **{dtype: torch.float32}).eval()
     ids = torch.tensor([PROMPT])
     mask = torch.ones_like(ids)
-    out = {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__, "threads": 1}
+    out = {"engine": "transformers", "version": transformers.__version__, "torch": torch.__version__, "threads": 1,
+           "model_type": model.config.model_type}
 
     def decode(beams: int) -> int:
         gen = GenerationConfig(max_new_tokens=NEW, min_new_tokens=NEW, num_beams=beams, do_sample=False,

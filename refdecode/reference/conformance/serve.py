@@ -10,10 +10,12 @@ refdecode to show that ``check`` catches each classic porting bug.
 ``--as ENGINE`` (``serve(profile=ENGINE)``) answers the greedy, sampling and beam decodes of GPT-2 checkpoints
 (``engines_*``, ``gpt2_greedy`` and ``gpt2_sample``, whose draws are the case's uniforms) as that engine does,
 with ``refdecode.reference.engines.decode_as`` under the engine's profile (docs/engines.md), with the outputs that
-engine returns (no ``sequences_scores`` where its profile's ``beam_scores`` is False): ``check`` then passes
-exactly the cases where the engine agrees with transformers 4.38.2 and fails the others as the engine does. Decode
-types the engines cannot answer (per-step ``beam_indices``, beam sample, group beam search) get ``{"id",
-"unsupported": reason}``, as the engines' adapters give; other request types are answered as without ``--as``.
+engine returns (no ``sequences_scores`` where its profile's ``beam_scores`` is False), and ``unsupported`` with
+the engine's own reason where the engine refuses the settings (``engines/refusals.py``): ``check`` then passes
+exactly the cases where the engine agrees with transformers 4.38.2, fails the others as the engine does, and
+counts as unsupported the cases the engine refuses. Decode types the engines cannot answer (per-step
+``beam_indices``, beam sample, group beam search) get ``{"id", "unsupported": reason}``, as the engines' adapters
+give; other request types are answered as without ``--as``.
 
 A request is untrusted input, and the error names the field, the rule and the value: a line is at most
 :data:`MAX_REQUEST_BYTES` (the rest of a longer one is skipped unread); ``NaN`` / ``Infinity`` literals and
@@ -93,20 +95,25 @@ def _parse(line: str) -> tuple[Any, dict]:
 
 #: Decode types an engine profile answers (sequences, and sequences_scores for beams where the engine returns them).
 PROFILE_TYPES = ("engines_greedy", "engines_beam_search", "engines_124m_greedy", "engines_124m_beam_search",
-                 "gpt2_greedy", "gpt2_sample")
+                 "gpt2_greedy", "gpt2_sample", "engines_llama_greedy", "engines_llama_beam_search", "llama_greedy",
+                 "llama_sample")
 
 
 def _as_engine(profile: str, case_type: Any, request: dict) -> dict:
     """The response body of a decode request answered under ``profile``: output or unsupported."""
-    from ..engines import NextTokenLogits, decode_as, rules_for
+    from ..engines import NextTokenLogits, decode_as, refusal, rules_for
 
     inp = case_type.inputs.decode(request["input"])
     if request["type"] not in PROFILE_TYPES:
         return {"unsupported": f"{request['type']}: an engine profile gives sequences (and beam scores) of greedy, "
                                "sampling and beam decodes only"}
+    model = model_for(inp["model"], inp["config"])
+    reason = refusal(profile, inp["config"], len(inp["input_ids"][0]), model.config)
+    if reason is not None:  # the engine itself refuses these settings (engines/refusals.py): so does its profile
+        return {"unsupported": reason}
     # the model as the suite's other decodes load it (at most 8 kept); the logits memo lives for one request only:
     # kept across requests it would hold a (V,) row per prefix ever seen (gigabytes over a suite)
-    logits = NextTokenLogits(model_for(inp["model"], inp["config"]))
+    logits = NextTokenLogits(model)
     output = decode_as(profile, logits, inp["input_ids"], inp["attention_mask"], inp["config"], inp.get("uniforms"))
     if not rules_for(profile).beam_scores:  # only what the engine returns: check compares nothing it does not give
         output.pop("sequences_scores", None)

@@ -38,7 +38,7 @@ import numpy as np
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["beam_search", "Hypotheses", "candidates", "NotSimulated", "Undefined", "UNKNOWN"]
+__all__ = ["beam_search", "Hypotheses", "candidates", "decision_margin", "NotSimulated", "Undefined", "UNKNOWN"]
 
 #: the token of a beam slot onnxruntime-genai never wrote (uninitialised memory; G5): never read, only carried
 UNKNOWN = -1
@@ -80,19 +80,37 @@ class Hypotheses:
 
 
 def candidates(logits: NextTokenLogits, prompt: Prompt, beams: list[tuple[np.float32, list[int]]],
-               rules: EngineRules, step: int) -> list[list]:
-    """[[token, score float32, source beam]] best first: the top n of the K beams' (V,) scores, flattened (K*V,)."""
+               rules: EngineRules, step: int, margins: list | None = None) -> list[list]:
+    """[[token, score float32, source beam]] best first: the top n of the K beams' (V,) scores, flattened (K*V,).
+    ``margins``: a list that gets this step's decision margin (``decision_margin`` of the top n + 1 scores)."""
     K = int(prompt.config["num_beams"])
     n = max(2, 1 + len(prompt.eos)) * K if rules.candidates == "hf" else 2 * K
     flat = np.concatenate([prompt.beam_scores(logits, gen, score) for score, gen in beams])   # (K*V,)
     V = flat.size // len(beams)
-    order = np.argsort(-flat, kind="stable")[:n]          # ties: the lower flat index first (torch.topk on CPU)
-    cands = [[int(i % V), np.float32(flat[i]), int(i // V)] for i in order]
+    order = np.argsort(-flat, kind="stable")[:n + 1]      # ties: the lower flat index first (torch.topk on CPU)
+    if margins is not None:
+        margins.append(decision_margin(flat[order]))
+    cands = [[int(i % V), np.float32(flat[i]), int(i // V)] for i in order[:n]]
     if rules.first_eos and step == 0:                     # CTranslate2 C6
         for c in cands[1:]:
             if c[0] in prompt.eos:
                 c[0], c[1], c[2] = 0, np.float32(-1e10), 0
     return cands
+
+
+def decision_margin(ranked: np.ndarray) -> float | None:
+    """The step's margin: the smallest positive gap between consecutive scores of the ranked candidates (the kept
+    n and the first left out), over the row's scale max(1, max |score|); None when no gap is positive (an exact tie
+    is the tie rule's, not a near-tie). The suite's ``row_gap`` (conformance/cases_decode.py), so a profile's
+    margin and a case's compare with one ``TOLERANCE``.
+
+    >>> decision_margin(np.array([-1.0, -1.00002, -3.0], dtype=np.float32)) < 1e-4
+    True
+    """
+    finite = ranked[np.isfinite(ranked)].astype(np.float64)
+    gaps = finite[:-1] - finite[1:]
+    gaps = gaps[gaps > 0]
+    return float(gaps.min()) / max(1.0, float(np.abs(finite).max())) if gaps.size else None
 
 
 def _length(prompt: Prompt, gen: list[int], eos_ended: bool, rules: EngineRules) -> int:
@@ -179,15 +197,17 @@ def _is_done(state: _State, best: float, step: int, rules: EngineRules) -> bool:
     return state.hyps.worst() >= float(np.float32(best)) / math.pow(length + off, lp)
 
 
-def beam_search(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules,
-                events: list | None = None) -> list[list[tuple[list[int], float]]]:
+def beam_search(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, events: list | None = None,
+                margins: list[list] | None = None) -> list[list[tuple[list[int], float]]]:
     """The 4.38 loop over all prompts in lockstep (``can_improve_offset`` reads across prompts); ``events``: a list
-    that gets a dict for each step where a prompt ran short of non-eos candidates (G5's unfilled slots)."""
+    that gets a dict for each step where a prompt ran short of non-eos candidates (G5's unfilled slots);
+    ``margins``: one list per prompt that gets its decision margin at each step it searched."""
     states = [_State(p, rules) for p in prompts]
     for step in range(max(p.max_new for p in prompts)):   # one budget for all but under lengths_from_unpadded
         live = [not s.done and step < s.prompt.max_new for s in states]
         # 1) candidates of every prompt still searching
-        cands = [candidates(logits, s.prompt, s.beams, rules, step) if on else [] for s, on in zip(states, live)]
+        cands = [candidates(logits, s.prompt, s.beams, rules, step, None if margins is None else margins[b])
+                 for b, (s, on) in enumerate(zip(states, live))]
         for b, state in enumerate(states):
             if not live[b]:
                 continue

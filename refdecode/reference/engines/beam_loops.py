@@ -86,8 +86,9 @@ __all__ = ["beam_5", "beam_ct2", "beam_keras", "beam_ov", "beam_tf", "beam_vllm"
 FLAX_NEG = np.float32(-1.0e7)
 
 
-def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
-    """transformers 5.x's vectorised beam search for one prompt."""
+def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules,
+           margins: list | None = None) -> list[tuple[list[int], float]]:
+    """transformers 5.x's vectorised beam search for one prompt (``margins``: gets each step's decision margin)."""
     cfg = prompt.config
     K, lp, es = int(cfg["num_beams"]), float(cfg["length_penalty"]), cfg["early_stopping"]
     beams: list[tuple[np.float32, list[int]]] = [(np.float32(0), [])]
@@ -95,7 +96,7 @@ def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[
     heuristic_open = True                          # is_early_stop_heuristic_unsatisfied (sticky)
     for step in range(prompt.max_new):
         last = step == prompt.max_new - 1
-        cands = candidates(logits, prompt, beams, rules, step)
+        cands = candidates(logits, prompt, beams, rules, step, margins)
         hits = [c[0] in prompt.eos or last for c in cands]
         # running beams: the best K non-hits (a hit is pushed down by -1e9, as 5.x does)
         pushed = [float(c[1]) + (-1e9 if h else 0.0) for c, h in zip(cands, hits)]
@@ -117,8 +118,9 @@ def beam_5(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[
     return [(gen, score) for score, gen in hyps[:int(cfg["num_return_sequences"])]]
 
 
-def beam_ct2(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> list[tuple[list[int], float]]:
-    """CTranslate2's BeamSearch::search for one prompt."""
+def beam_ct2(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules,
+             margins: list | None = None) -> list[tuple[list[int], float]]:
+    """CTranslate2's BeamSearch::search for one prompt (``margins``: gets each step's decision margin)."""
     cfg = prompt.config
     K, lp, nrs = int(cfg["num_beams"]), float(cfg["length_penalty"]), int(cfg["num_return_sequences"])
     off = len(prompt.real) - 1 if rules.offset else 0
@@ -127,7 +129,7 @@ def beam_ct2(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> lis
     top_finished = False
     for step in range(prompt.max_new):
         last = step == prompt.max_new - 1
-        cands = candidates(logits, prompt, beams, rules, step)
+        cands = candidates(logits, prompt, beams, rules, step, margins)
         new, secondary = [], K
         for k in range(K):
             tok, score, src = cands[k]
@@ -278,10 +280,10 @@ def _tf_pow(length: int, lp: float) -> np.float32:
     return np.float32(np.power(np.float32(length), np.float32(lp), dtype=np.float32))
 
 
-def beam_tf(logits: NextTokenLogits, prompts: list[Prompt],
-            rules: EngineRules) -> tuple[list[list[tuple[list[int] | None, float]]], int]:
+def beam_tf(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules,
+            margins: list[list] | None = None) -> tuple[list[list[tuple[list[int] | None, float]]], int]:
     """TF 4.38.2's beam search over the batch: per prompt [(new tokens, or None for an unset slot, score)] best
-    first, and the steps run (the rows' common new width)."""
+    first, and the steps run (the rows' common new width); ``margins``: per prompt, each step's decision margin."""
     cfg = prompts[0].config
     K, lp, es = int(cfg["num_beams"]), float(cfg["length_penalty"]), cfg["early_stopping"]
     max_new, nrs = prompts[0].max_new, int(cfg["num_return_sequences"])
@@ -298,7 +300,8 @@ def beam_tf(logits: NextTokenLogits, prompts: list[Prompt],
                 break
         div = _tf_pow(steps + 1, lp)
         for b, p in enumerate(prompts):
-            cands = candidates(logits, p, running[b], rules, steps)          # 2K: [token, score, source slot]
+            cands = candidates(logits, p, running[b], rules, steps,          # 2K: [token, score, source slot]
+                               None if margins is None else margins[b])
             eos = [c[0] in p.eos for c in cands]
             full = es is True and all(ok for _, _, ok in finished[b])
             pushed = [np.float32(c[1] + (NEG if e else np.float32(0))) for c, e in zip(cands, eos)]
@@ -341,10 +344,10 @@ def beam_vllm(logits: NextTokenLogits, prompt: Prompt, rules: EngineRules) -> li
             break
     ranked = sorted(finished + beams, key=key, reverse=True)[:K]
     return [(gen, key((cum, gen))) for cum, gen in ranked[:int(cfg["num_return_sequences"])]]
-def beam_flax(logits: NextTokenLogits, prompts: list[Prompt],
-              rules: EngineRules) -> list[list[tuple[list[int] | None, float]]]:
+def beam_flax(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules,
+              margins: list[list] | None = None) -> list[list[tuple[list[int] | None, float]]]:
     """transformers 4.38.2's Flax beam search over the batch (see the module docstring); new tokens ``None``: an
-    empty slot (written as a row of pad_token_id)."""
+    empty slot (written as a row of pad_token_id); ``margins``: per prompt, each step's decision margin."""
     cfg = prompts[0].config
     K, lp, es = int(cfg["num_beams"]), float(cfg["length_penalty"]), cfg["early_stopping"]
     max_new, nrs = prompts[0].max_new, int(cfg["num_return_sequences"])
@@ -355,7 +358,8 @@ def beam_flax(logits: NextTokenLogits, prompts: list[Prompt],
             break
         denom = np.float32(step + 1) ** np.float32(lp)       # (cur_len + 1 - prompt_len) ** lp, float32
         for b, prompt in enumerate(prompts):
-            cands = candidates(logits, prompt, running[b], rules, step)          # the top 2K
+            cands = candidates(logits, prompt, running[b], rules, step,          # the top 2K
+                               None if margins is None else margins[b])
             ends = [tok in prompt.eos for tok, _, _ in cands]
             pushed = [np.float32(s + FLAX_NEG) if e else s for (_, s, _), e in zip(cands, ends)]
             keep = sorted(range(len(cands)), key=lambda i: -float(pushed[i]))[:K]

@@ -65,10 +65,13 @@ def normalized_config(config: dict, width: int) -> dict:
 
 
 def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_mask: Any, config: dict,
-              uniforms: Any = None, events: list | None = None) -> dict:
+              uniforms: Any = None, events: list | None = None, margins: list | None = None) -> dict:
     """Decode as the engine ``profile`` (a key of ``PROFILES`` or an ``EngineRules``) would; see the module doc.
     ``uniforms``: with ``do_sample=True`` (and num_beams 1), the draws, one per row and step. ``events``: a list
-    that gets the regimes the decode reached (``beam.beam_search``: steps short of non-eos candidates)."""
+    that gets the regimes the decode reached (``beam.beam_search``: steps short of non-eos candidates).
+    ``margins``: a list that gets, per prompt, a list of its beam search's decision margins step by step
+    (``beam.decision_margin``; the loops that rank through ``beam.candidates``: 4.38, 5, ct2, tf, flax), so a
+    replay can tell a departure at a near-tie of the profile's own from a wrong rule."""
     rules = rules_for(profile)
     width = 0
     ids = np.asarray(input_ids)
@@ -77,11 +80,16 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
         raise ValueError(f"`input_ids` and `attention_mask` must be int arrays of one shape (B, T), got "
                          f"{ids.shape} and {mask.shape}")
     cfg = normalized_config(config, ids.shape[1])
-    if isinstance(model, NextTokenLogits) and model.activation != rules.activation:
-        model = model.model                # another activation: other logits, its own memo
-    logits = model if isinstance(model, NextTokenLogits) else NextTokenLogits(model, rules.activation)
+    if isinstance(model, NextTokenLogits) and (model.activation, model.rms_norm_eps) != (rules.activation,
+                                                                                         rules.rms_norm_eps):
+        model = model.model                # another activation or epsilon: other logits, their own memo
+    logits = model if isinstance(model, NextTokenLogits) else NextTokenLogits(model, rules.activation,
+                                                                              rules.rms_norm_eps)
     prompts = [Prompt(r.tolist(), m.tolist(), cfg, rules, len(ids)) for r, m in zip(ids, mask)]
     beams = int(cfg["num_beams"]) > 1 and not rules.beam_is_greedy
+    if margins is not None:
+        margins[:] = [[] for _ in prompts]
+    per = [None] * len(prompts) if margins is None else margins     # one margins list per prompt
     if cfg["do_sample"]:
         if int(cfg["num_beams"]) != 1 or uniforms is None:
             raise ValueError("`do_sample=True` needs num_beams 1 and the case's `uniforms` (beam sample and "
@@ -90,19 +98,20 @@ def decode_as(profile: str | EngineRules, model: Any, input_ids: Any, attention_
     elif not beams:
         found = greedy(logits, prompts, rules)
     elif rules.loop == "4.38":
-        found = beam_search(logits, prompts, rules, events)
+        found = beam_search(logits, prompts, rules, events, margins)
     elif rules.loop == "keras":
         found = beam_keras(logits, prompts, rules)
     elif rules.loop == "tf":             # TF3: every row as wide as the steps run; an unset slot is all pad
-        found, steps = beam_tf(logits, prompts, rules)
+        found, steps = beam_tf(logits, prompts, rules, margins)
         width = prompts[0].T + steps
     elif rules.loop == "flax":
-        found = beam_flax(logits, prompts, rules)
+        found = beam_flax(logits, prompts, rules, margins)
     elif rules.loop == "ct2":            # C6 needs a prompt prefix (see _ct2_rules)
-        found = [beam_ct2(logits, p, _ct2_rules(rules, prompts, p)) for p in prompts]
-    else:
-        one = {"5": beam_5, "ov": beam_ov, "vllm": beam_vllm}[rules.loop]
-        found = [one(logits, p, rules) for p in prompts]
+        found = [beam_ct2(logits, p, _ct2_rules(rules, prompts, p), m) for p, m in zip(prompts, per)]
+    elif rules.loop == "5":
+        found = [beam_5(logits, p, rules, m) for p, m in zip(prompts, per)]
+    else:                                # OpenVINO GenAI's and vLLM's own walks: no margins recorded
+        found = [{"ov": beam_ov, "vllm": beam_vllm}[rules.loop](logits, p, rules) for p in prompts]
     rows = [(p, gen) for p, hyps in zip(prompts, found) for gen, _ in hyps]
     if rules.full_width:                 # Flax FX1: every row T + max_new_tokens wide
         width = prompts[0].T + max(p.max_new for p in prompts)

@@ -193,6 +193,34 @@ class EngineRules:
       ``ggml/src/ggml-cpu/vec.h`` :987-1000, ``refdecode.numerics.ggml``), which moves llama.cpp's logits by up
       to a few 1e-3 (the llama-cpp FINDINGS, "Numerics").
 
+    llms-from-scratch 1.0.19 (Raschka's "Build a Large Language Model (From Scratch)"; examples/peers/llms-from-scratch,
+    FINDINGS S1 .. S6):
+
+    * ``warpers="scratch"`` (a value of ``warpers``): top-k on the processed scores (ties at the k-th value kept:
+      ``torch.where(logits < min_val, -inf, logits)``), THEN the division by the temperature (ch05.py:29-37);
+      4.38.2 divides first (utils.py:740-744). One set in exact arithmetic; in float32 a score just below the k-th
+      can round onto it after the division, which 4.38.2 then keeps (S2).
+    * ``eos_ignored``: no eos stops a row or is masked: every row runs max_new_tokens steps and an eos is a plain
+      token (the package's KV-cache ``generate_text_simple``, kv_cache/generate.py:11-31, takes no eos id, S5).
+    * ``rms_norm_eps``: ``"checkpoint"`` the checkpoint's ``rms_norm_eps`` (4.38.2, ``LlamaRMSNorm``); ``"1e-5"`` /
+      ``"1e-6"`` that epsilon in every RMSNorm whatever the checkpoint says (the package's ``Llama3Model`` writes
+      ``nn.RMSNorm(..., eps=1e-5)``, llama3.py:64, :103-104; its ``Qwen3Model`` ``RMSNorm(..., eps=1e-6)``,
+      qwen3.py:133, :180-181; S4). A forward-pass rule, as ``activation``: on a checkpoint whose hidden states
+      are small (the tiny Llamas' embeddings, std 0.02) it moves the logits far beyond float32 rounding.
+
+    llama2-py 0.0.6 (llama2.c's run.c in pure Python, ``llama2_py.py``; its FINDINGS P1-P4) uses two of them:
+    ``rms_norm_eps="1e-5"`` (``rmsnorm`` hard-codes 1e-5 whatever the checkpoint says, llama2_py.py:95, as llama2.c's
+    run.c:189; P2) and ``eos_ignored`` (``run()`` loops ``while pos < steps``, llama2_py.py:434, with no stop token at
+    all; P3).
+
+    litgpt 0.5.13 (teaching peer; ``litgpt/generate/base.py``, examples/peers/litgpt/FINDINGS.md LG1-LG2):
+
+    * ``warpers="litgpt"`` (a value of ``warpers``): litgpt's ``sample``: top-k on the raw scores keeping exactly k
+      (``torch.topk`` then a ``-inf`` fill, base.py:61-64; ties at the k-th value: the lower ids here, torch's
+      CPU choice among them is unspecified), then the temperature (base.py:66-68), then 4.38.2's own top-p rule
+      (ascending float32 softmax cumsum <= 1 - top_p removed, the top token kept, ``sample_top_p``
+      base.py:39-51); 4.38.2: temperature, then top-k keeping every tie at the k-th value, then top-p.
+
     llama-models 0.3.0, Meta's reference ``Llama3.generate`` (``models/llama3/generation.py``; S1 .. S3):
 
     * ``lockstep_budget``: S1, a row's budget of new tokens grows by its padding (T - n_b), its minimum does not
@@ -244,14 +272,17 @@ class EngineRules:
     sample_one_row: bool = False
     beam_scores: bool = True
     activation: str = "checkpoint"
+    eos_ignored: bool = False
+    rms_norm_eps: str = "checkpoint"
     lockstep_budget: bool = False
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
-                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "meta"),
+                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "scratch", "litgpt", "meta"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
-                   "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16")}
+                   "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16"),
+                   "rms_norm_eps": ("checkpoint", "1e-5", "1e-6")}
         for name, values in allowed.items():
             if getattr(self, name) not in values:
                 raise ValueError(f"`{name}` must be one of {values}, got {getattr(self, name)!r}")
@@ -303,6 +334,18 @@ PROFILES: dict[str, EngineRules] = {
     # FX1 .. FX7 (one eos id: Flax takes no list)
     "transformers-4.38.2-flax": EngineRules(missing_processors=True, min_length_inclusive=True, full_width=True,
                                             loop="flax", candidates="2k", warpers="flax", sample_one_row=True),
+    # P2, P3 (llama2-py 0.0.6; P1, no grouped-query attention, is met by convert.py's repeated key/value heads;
+    # one prompt per run: the adapter answers batch 1 only)
+    "llama2-py": EngineRules(rms_norm_eps="1e-5", eos_ignored=True),
+    # S1 .. S4: ch05 ``generate`` (one prompt at a time, one eos id) on ch04's GPTModel or llama3's Llama3Model
+    "llms-from-scratch": EngineRules(stop_eos_dropped=True, warpers="scratch", rms_norm_eps="1e-5"),
+    # S4, S5: kv_cache/generate.py ``generate_text_simple`` (greedy, no eos) on kv_cache/llama3.py's Llama3Model
+    "llms-from-scratch-kv": EngineRules(eos_ignored=True, rms_norm_eps="1e-5"),
+    # S1 .. S4 with qwen3.py's Qwen3Model, qk_norm off (a Llama checkpoint has no q/k norms): its eps 1e-6
+    "llms-from-scratch-qwen3": EngineRules(stop_eos_dropped=True, warpers="scratch", rms_norm_eps="1e-6"),
+    # LG1 (teaching peer litgpt 0.5.13: generate() per unpadded prompt, greedy as temperature 0; LG2, its eos
+    # handling, agrees with 4.38.2; no beams, penalties or minimum length in its API)
+    "litgpt": EngineRules(warpers="litgpt"),
     # S1 .. S3 (llama-models 0.3.0: Llama3.generate with the batch in one call, read as scripts/completion.py reads
     # it; greedy and sampling only)
     "llama-models": EngineRules(lockstep_budget=True, warpers="meta", stop_eos_dropped=True),

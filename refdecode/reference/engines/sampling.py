@@ -12,8 +12,9 @@ uniform, row r at step t the uniform ``uniforms[t * N + r]`` (the suite's draw o
 (refdecode's ``multinomial``); a finished row gets pad_token_id; stop when every row has finished or after
 max_new_tokens. Switches read: ``warpers`` (``"4.38"`` refdecode's 4.38.2 warpers, ``"llama"`` llama.cpp's chain,
 L2, ``"mlx"`` mlx-lm's, M3, ``"tf"`` transformers 4.38.2's TF warpers, TF5, ``"flax"`` transformers 4.38.2 Flax's,
-FX8, ``"meta"`` llama-models' ``sample_top_p``, S2), ``sample_one_row`` (Flax), ``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt``
-the processors'.
+FX8, ``"scratch"`` llms-from-scratch's top-k then temperature, S2, ``"litgpt"``
+litgpt 0.5.13's ``sample``, LG1, ``"meta"`` llama-models' ``sample_top_p``, S2), ``sample_one_row`` (Flax),
+``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from ...decoding.randomness import multinomial
 from ...generation_config import GenerationConfig
 from ...numerics import softmax
 from ...pipeline import logits_warpers
+from ...processors.logits_warp import top_p_warp
 from .greedy import drop_trailing_pads
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers", "flax_chain", "meta_chain"]
+__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers", "flax_chain", "scratch_chain", "litgpt_chain",
+           "meta_chain"]
 
 
 class _Given(np.random.Generator):
@@ -124,6 +127,16 @@ def flax_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float)
     return row
 
 
+def scratch_chain(scores: np.ndarray, temperature: float, top_k: int) -> np.ndarray:
+    """llms-from-scratch 1.0.19's ch05 ``generate`` on one row (V,): top-k on the scores, ties at the k-th value
+    kept (``torch.where(logits < min_val, -inf, logits)``), then the division by the temperature (ch05.py:29-37)."""
+    row = np.array(scores, dtype=np.float32, copy=True)
+    if top_k > 0:
+        kth = np.sort(row)[-min(top_k, row.size)]
+        row = np.where(row < kth, np.float32(-np.inf), row).astype(np.float32)
+    return (row / np.float32(temperature)).astype(np.float32)
+
+
 def meta_chain(scores: np.ndarray, temperature: float, top_p: float) -> np.ndarray:
     """llama-models 0.3.0's ``softmax(logits / temperature)`` then ``sample_top_p`` on one row (V,)
     (models/llama3/generation.py:252-253, :363-367): the float32 probabilities sorted descending, a token dropped
@@ -142,6 +155,20 @@ def meta_chain(scores: np.ndarray, temperature: float, top_p: float) -> np.ndarr
 def _flax_order(row: np.ndarray) -> np.ndarray:
     """``lax.top_k``'s order: descending in XLA's total order (+0.0 above -0.0), equal values by the lower index."""
     return np.lexsort((np.arange(row.size), np.signbit(row), -row))
+
+
+def litgpt_chain(scores: np.ndarray, temperature: float, top_k: int, top_p: float) -> np.ndarray:
+    """litgpt 0.5.13's ``sample`` on one row (V,) (litgpt/generate/base.py:39-74): top-k on the raw scores keeping
+    exactly k (``torch.topk``, the rest ``-inf``; ties at the k-th value: the lower ids), then ``/ temperature``,
+    then ``sample_top_p``: sorted ascending, the float32 softmax's cumulative sum <= 1 - top_p removed, the top
+    token always kept (4.38.2's ``TopPLogitsWarper`` code line for line: refdecode's ``top_p_warp``)."""
+    row = np.array(scores, dtype=np.float32, copy=True)
+    if 0 < top_k < row.size:                                 # exactly k (ties: the lower ids)
+        row[np.argsort(-row, kind="stable")[top_k:]] = -np.inf
+    row = (row / np.float32(temperature)).astype(np.float32)
+    if top_p < 1.0:                                          # the same code as 4.38.2's warper: refdecode's
+        row = top_p_warp(row[None], top_p)[0]                # torch-exact one
+    return row
 
 
 def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, config: dict,
@@ -181,6 +208,10 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
                 scores = tf_warpers(scores, temperature, top_k, top_p)
             elif rules.warpers == "flax":
                 scores = flax_chain(scores, temperature, top_k, top_p)
+            elif rules.warpers == "scratch":
+                scores = scratch_chain(scores, temperature, top_k)
+            elif rules.warpers == "litgpt":
+                scores = litgpt_chain(scores, temperature, top_k, top_p)
             elif rules.warpers == "meta":
                 scores = meta_chain(scores, temperature, top_p)
             else:

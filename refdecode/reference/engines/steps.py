@@ -15,6 +15,7 @@ matmul over (T, E) rounds as the engines' full passes do; with (1, E) one near-t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,14 +36,14 @@ class NextTokenLogits:
     The memo is the point (the state): attribution runs the same prefixes under many rule sets.
     """
 
-    def __init__(self, model: Any, activation: str = "checkpoint"):
-        self.model, self.activation = model, activation
+    def __init__(self, model: Any, activation: str = "checkpoint", rms_norm_eps: str = "checkpoint"):
+        self.model, self.activation, self.rms_norm_eps = model, activation, rms_norm_eps
         self.memo: dict[tuple[int, ...], np.ndarray] = {}
 
     def __call__(self, tokens: tuple[int, ...] | list[int]) -> np.ndarray:
         key = tuple(int(t) for t in tokens)
         if key not in self.memo:
-            with _activation(self.model, self.activation):
+            with _activation(self.model, self.activation), _rms_norm_eps(self.model, self.rms_norm_eps):
                 out = self.model(np.array([key], dtype=np.int64))                 # (1, T, V)
             self.memo[key] = np.asarray(out.logits[0, -1], dtype=np.float32)      # (V,)
         return self.memo[key]
@@ -62,6 +63,22 @@ def _activation(model: Any, activation: str) -> Iterator[None]:
         yield
     finally:
         ACT2FN[name] = {"gelu_new": gelu_new, "gelu": gelu}[name]
+
+
+@contextlib.contextmanager
+def _rms_norm_eps(model: Any, eps: str) -> Iterator[None]:
+    """``"1e-5"`` / ``"1e-6"``: every RMSNorm of a Llama-family model with that epsilon for this call, whatever its
+    config says (llms-from-scratch S4: ``Llama3Model`` and ``Qwen3Model`` write theirs in the code); a model
+    without ``rms_norm_eps`` (GPT-2) is left as it is."""
+    config = getattr(model, "config", None)
+    if eps == "checkpoint" or not hasattr(config, "rms_norm_eps"):
+        yield
+        return
+    model.config = dataclasses.replace(config, rms_norm_eps=float(eps))
+    try:
+        yield
+    finally:
+        model.config = config
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
@@ -90,7 +107,7 @@ class Prompt:
         self.real = [int(t) for t, m in zip(row, mask) if m]          # prompt without left padding
         self.padding = int(transformers5.padding_lengths(np.asarray([mask]), 1)[0])   # 5.x's padding width
         self.T = len(self.row)                                         # padded width
-        self.eos = list(config["eos_token_id"])
+        self.eos = [] if rules.eos_ignored else list(config["eos_token_id"])   # llms-from-scratch S5: no eos
         self.pad = int(config["pad_token_id"])
         self.max_new = int(config["max_new_tokens"])
         self.penalty = np.float32(config.get("repetition_penalty") or 1.0)

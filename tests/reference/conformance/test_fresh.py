@@ -187,3 +187,19 @@ def test_a_bad_shard_is_refused_before_anything_is_drawn(tmp_path, capsys, shard
 def test_fewer_cases_than_shards_is_refused(tmp_path, capsys):
     assert cli.main(["fresh", str(tmp_path / "out"), "--n", "3", "--seed", "1", "--shard", "0/4"]) == 2
     assert "`--n` has to be at least the number of shards (4) with --shard, but is 3" in capsys.readouterr().err
+
+
+def test_the_llama_family_draws_llama_cases_that_serve_passes(tmp_path):
+    """``--family llama``: the engines' types on the Llama family (the shipped Llama and the tiny ones), valid,
+    answered by refdecode; the GPT-2 draw of the same seed holds no Llama model."""
+    write_fresh(tmp_path, 6, SEED, ("greedy", "beam_search", "sample"), family="llama")
+    lines = _lines(tmp_path)
+    assert sorted({c["type"] for c in lines}) == ["engines_llama_beam_search", "engines_llama_greedy", "llama_sample"]
+    for case in lines:
+        assert case["input"]["model"]["kind"] == "llama"
+        assert validate(case, case_schema(REGISTRY[case["type"]]), "case") == []
+    assert all(c.input["model"]["kind"] == "gpt2" for cs in fresh_cases(3, SEED).values() for c in cs)
+    cmd = f"{sys.executable} -m refdecode.cli conformance serve"
+    assert check(tmp_path, cmd, timeout=120.0) == 0
+    with pytest.raises(ValueError, match="`family` must be one of"):
+        fresh_cases(1, SEED, family="opt")

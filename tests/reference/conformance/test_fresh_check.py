@@ -111,6 +111,20 @@ def test_each_fit_gives_a_case_its_engine_takes():
     assert base["config"]["min_length"] == 9   # the drawn input is left as it was
 
 
+def test_the_scratch_fit_keeps_one_eos_and_cuts_the_shipped_samples():
+    fresh_check = _fresh_check()
+    drawn = {"model": {"kind": "gpt2", "path": "models/tiny-shakespeare"}, "input_ids": [[1, 2], [3, 4]],
+             "config": {"eos_token_id": [198, 11], "repetition_penalty": 1.3, "top_p": 0.8, "do_sample": True,
+                        "max_new_tokens": 9, "num_return_sequences": 2}, "uniforms": list(range(36))}
+    fitted = fresh_check.for_scratch(drawn)
+    c = fitted["config"]
+    assert (c["eos_token_id"], c["repetition_penalty"], c["top_p"], c["max_new_tokens"]) == ([198], 1.0, 1.0, 4)
+    assert fitted["uniforms"] == list(range(16))        # steps 0-3 of the 4 rows, the draw order t * N + r
+    tiny = fresh_check.for_scratch({**drawn, "model": {"kind": "gpt2", "path": "tests/golden/models/decode-a"}})
+    assert tiny["config"]["max_new_tokens"] == 9 and len(tiny["uniforms"]) == 36
+    assert drawn["config"]["eos_token_id"] == [198, 11]   # the drawn input is left as it was
+
+
 def test_where_the_profile_predicts_undefined_a_failure_is_modelled_and_rows_are_listed_apart(tmp_path, monkeypatch):
     """onnxruntime-genai G5 at the first step: the engine reads memory it never wrote; an error there is the failure
     the profile allows, rows there are listed as undefined_answered, neither a mismatch."""
@@ -131,3 +145,16 @@ def test_where_the_profile_predicts_undefined_a_failure_is_modelled_and_rows_are
               "    print(answer(line), flush=True)\n"
     result = fresh_check.check_engine("onnxruntime-genai", cases, 30.0, python_implementation(tmp_path, answers))
     assert (result["answered"], len(result["undefined_answered"]), result["mismatches"]) == (0, 4, [])
+
+
+def test_the_llama_family_keeps_each_engines_draw_on_the_llama_checkpoints():
+    """``--family llama``: the engine's own groups and fit, on the Llama family, in a folder of its own name."""
+    fresh_check = _fresh_check()
+    for engine in ("transformers-4.38.2", "transformers-4.38.2-flax", "ctranslate2"):
+        gpt2, llama = fresh_check.draw_of(engine), fresh_check.draw_of(engine, family="llama")
+        assert (gpt2.family, llama.family) == ("gpt2", "llama")
+        assert llama.name == f"{gpt2.name}-llama" and llama.groups == gpt2.groups and llama.fit is gpt2.fit
+    assert fresh_check.draw_of("ctranslate2", ("greedy",), "llama").groups == ("greedy",)
+    # an engine with a Llama draw of its own (no sampling cases: a llama_sample line can pass the loader's limit)
+    assert fresh_check.draw_of("llama-cpp", family="llama") is fresh_check.LLAMA_DRAWS["llama-cpp"]
+    assert fresh_check.draw_of("llama-cpp", family="llama").groups == ("plain_greedy",)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from refdecode import generate
 from refdecode.model.stand_ins import TableModel
 from refdecode.reference.engines import EngineRules, decode_as
+from refdecode.reference.conformance.compare import TOLERANCE, is_near_tie
 from refdecode.reference.engines.beam import Hypotheses
 
-from engine_records import decode_case, differing, recorded
+from engine_records import decode_case, differing, logits_of, recorded
 
 TABLE = np.log(np.array([[.1, .2, .3, .4], [.4, .1, .3, .2], [.3, .3, .1, .3], [.25, .25, .25, .25]],
                         dtype=np.float32))
@@ -61,10 +64,46 @@ def test_genai_profile_reproduces_differing_beams():
         assert decode_case("onnxruntime-genai", r)["sequences"].tolist() == r["response"]["output"]["sequences"]
 
 
+def departure_margin(got: list[list[int]], want: list[list[int]], margins: list[list],
+                     per_prompt: int) -> float | None:
+    """The profile's smallest decision margin over every step of the prompt whose rows first depart from the
+    engine's (rows are per prompt, ``per_prompt`` each). Every step counts, not only those up to the first
+    differing token: the last step's ranking may pick a hypothesis whose tokens part from the other's early on."""
+    row = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
+    seen = [m for m in margins[min(row // per_prompt, len(margins) - 1)] if m is not None]
+    return min(seen) if seen else None
+
+
+def test_departure_margin_reads_the_departing_prompts_steps():
+    """Prompt 1's rows depart (its second row): its margins count, all its steps, not prompt 0's."""
+    margins = [[1e-9, 1e-9, 1e-9], [0.5, 2e-5, None]]
+    want = [[7, 7, 1, 2], [7, 7, 3, 4], [8, 8, 5, 6], [8, 8, 5, 5]]
+    got = [[7, 7, 1, 2], [7, 7, 3, 4], [8, 8, 5, 6], [8, 8, 5, 0]]
+    assert departure_margin(got, want, margins, per_prompt=2) == 2e-5
+    assert departure_margin(got[:3], want, margins, per_prompt=2) == 2e-5   # a row missing: its prompt
+    assert departure_margin(got, want, [[1e-9], [None]], per_prompt=2) is None
+
+
 @pytest.mark.slow
 @pytest.mark.heavy  # 10 s of CPU or more: `pytest --heavy` (CI) runs it
 @pytest.mark.parametrize("engine", ["transformers-4.38.2", "onnxruntime-genai", "llama-cpp"])
 def test_profile_reproduces_every_beam_answer(engine):
+    """Every recorded beam answer, token for token; a departure where the profile's own decision was a near-tie
+    (its margin <= check's TOLERANCE: another BLAS kernel, e.g. OPENBLAS_CORETYPE=Sandybridge, may move the
+    logits that much) is reported as a warning, not failed, and must stay rare: at most one per engine."""
+    near_ties, wrong = [], []
     for r in recorded(engine):
-        if int(r["config"].get("num_beams") or 1) > 1:
-            assert decode_case(engine, r)["sequences"].tolist() == r["response"]["output"]["sequences"], r["id"]
+        if int(r["config"].get("num_beams") or 1) == 1:
+            continue
+        margins: list = []
+        got = decode_as(engine, logits_of(r["model"]), r["input_ids"], r["attention_mask"], r["config"],
+                        margins=margins)["sequences"].tolist()
+        want = r["response"]["output"]["sequences"]
+        if got != want:
+            margin = departure_margin(got, want, margins, int(r["config"].get("num_return_sequences") or 1))
+            (near_ties if is_near_tie(margin) else wrong).append((r["id"], margin))
+    assert not wrong, f"departures at a clear decision of the profile (id, margin): {wrong}"
+    assert len(near_ties) <= 1, f"more than one near-tie departure (id, margin): {near_ties}"
+    for case_id, margin in near_ties:
+        warnings.warn(f"{engine} {case_id}: departs at a near-tie of the profile (margin {margin:.1e} <= "
+                      f"TOLERANCE {TOLERANCE:g})", stacklevel=1)
