@@ -154,6 +154,28 @@ def for_litgpt(inp: dict) -> dict:
     return _config(inp, repetition_penalty=1.0)
 
 
+def for_llama_models(inp: dict) -> dict:
+    """No repetition penalty and top_k 0 (Llama3.generate has neither option: generation.py:154-164); sampling on the
+    shipped Llama at most 6 new tokens (its cases' full-vocabulary scores stay under the suite's 64 MiB line); with
+    prompts of unequal length more uniforms, one per row and step up to the longest prompt + max_new_tokens (Meta
+    decodes in lockstep from the shortest prompt, its S1: a shorter row draws more than max_new_tokens; the first
+    max_new_tokens * rows are the drawn ones, all 4.38.2 reads; the rest from a generator seeded with them)."""
+    inp = _config(inp, repetition_penalty=1.0)
+    if not inp["config"].get("do_sample"):
+        return inp
+    new = int(inp["config"]["max_new_tokens"])
+    if Path(inp["model"]["path"]).name == SHIPPED_LLAMA.name:
+        new = min(new, 6)
+    mask = np.ones_like(inp["input_ids"]) if inp.get("attention_mask") is None else np.asarray(inp["attention_mask"])
+    lengths = mask.sum(axis=1)                                                # (B,)
+    rows = int(np.asarray(inp["uniforms"]).size) // int(inp["config"]["max_new_tokens"])     # N = B * R
+    u = np.asarray(inp["uniforms"], dtype=np.float64)[:new * rows]
+    inp = _config(inp, top_k=0, max_new_tokens=new)
+    need = (new + int(lengths.max() - lengths.min())) * rows
+    extra = np.random.default_rng(int.from_bytes(u.tobytes()[:8], "little")).random(max(need - u.size, 0))
+    return {**inp, "uniforms": np.concatenate([u, extra])}
+
+
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
@@ -181,6 +203,9 @@ DRAWS: dict[str, Draw] = {
                                  + _says(for_scratch), family="llama"),
     "litgpt": Draw("litgpt", ("plain_greedy", "sample"), for_litgpt,
                    "groups plain_greedy, sample on the Llama family; " + _says(for_litgpt), family="llama"),
+    "llama-models": Draw("llama-models", ("plain_greedy", "sample"), for_llama_models,
+                         "groups plain_greedy, sample on the Llama family; " + _says(for_llama_models),
+                         family="llama"),
 }
 
 
@@ -349,22 +374,23 @@ def check_engine(engine: str, cases: list[dict], timeout: float, cmd: str | None
     return result
 
 
-def draw_of(engine: str, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> Draw:
+def draw_of(engine: str, groups: tuple[str, ...] | None = None, family: str | None = "gpt2") -> Draw:
     """The engine's draw (:data:`DRAWS`; ``groups``: the common draw of these groups instead) on ``family``'s
-    checkpoints (``"llama"``: the engine's :data:`LLAMA_DRAWS` entry, or the same draw on the Llama family, named
+    checkpoints (None: the draw's own, the Llama family for a teaching peer that runs Llamas only;
+    ``"llama"``: the engine's :data:`LLAMA_DRAWS` entry, or the same draw on the Llama family, named
     ``<draw>-llama``)."""
     if groups is None and family == "llama" and engine in LLAMA_DRAWS:
         return LLAMA_DRAWS[engine]
     draw = DRAWS.get(engine, Draw()) if groups is None else Draw(f"groups-{'-'.join(groups)}", groups, None,
                                                                  f"groups {', '.join(groups)}")
-    if family == draw.family:
+    if family is None or family == draw.family:
         return draw
     return dataclasses.replace(draw, name=f"{draw.name}-{family}", family=family,
                                says=f"{draw.says}; the {family} checkpoints")
 
 
 def check_fresh(engine: str, root: Path, n: int, seed: int, timeout: float, answered: int | None = None,
-                max_streams: int = 8, groups: tuple[str, ...] | None = None, family: str = "gpt2") -> dict:
+                max_streams: int = 8, groups: tuple[str, ...] | None = None, family: str | None = "gpt2") -> dict:
     """``engine`` on its draw (:func:`draw_of`), stream 0 and, with ``answered``, further streams until it has
     answered that many; the results summed, ids as ``<draw>/<id>``."""
     draw = draw_of(engine, groups, family)
@@ -398,8 +424,9 @@ def main() -> int:
     ap.add_argument("--groups", default=None,
                     help="the common draw of these groups for every engine (default: each engine's DRAWS entry)")
     ap.add_argument("--engines", default=None, help="comma-separated (default: the installed ones)")
-    ap.add_argument("--family", choices=("gpt2", "llama"), default="gpt2",
-                    help="the checkpoints drawn on: the GPT-2 ones (default) or the Llama family's")
+    ap.add_argument("--family", choices=("gpt2", "llama"), default=None,
+                    help="the checkpoints drawn on: the GPT-2 ones or the Llama family's (default: each engine's "
+                         "own draw's, GPT-2 but for the teaching peers that run Llamas only)")
     ap.add_argument("--suite", type=Path, default=None, help="where to write the cases (default: a temporary folder)")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json", type=Path, default=None, help="write the per-engine results here")
@@ -440,7 +467,7 @@ def main() -> int:
             print(f"  rows where the profile predicts none: {m['id']} ({m['note']})")
     if args.json:
         args.json.write_text(json.dumps({"seed": args.seed, "cases": args.fresh, "answered_target": args.answered,
-                                         "family": args.family, "engines": results}, indent=1) + "\n")
+                                         "family": args.family or "each engine's draw's", "engines": results}, indent=1) + "\n")
     return 1 if any(r["mismatches"] for r in results.values()) else 0
 
 
