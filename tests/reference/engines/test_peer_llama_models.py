@@ -1,8 +1,11 @@
-"""The ``llama-models`` profile (Meta's reference ``Llama3.generate``, llama-models 0.3.0): each of its switches
-where it changes an answer (S1 lockstep budgets, S2 ``sample_top_p``, S3 the stop token). No torch."""
+"""The ``llama-models`` profile (Meta's reference ``Llama3.generate``, llama-models 0.3.0): it gives every answer
+Meta's own ``generate`` gave (examples/peers/llama-models/responses.jsonl, recorded through its adapter), and each
+of its switches changes an answer where it should (S1 lockstep budgets, S2 ``sample_top_p``, S3 the stop token).
+No torch."""
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 MODELS = {"tiny-shakespeare-llama": ROOT / "models" / "tiny-shakespeare-llama",
           "llama-tiny": ROOT / "models" / "llama-tiny",
           "llama-gqa-tied": ROOT / "tests" / "golden" / "models" / "llama-gqa-tied"}
+RECORDS = ROOT / "examples" / "peers" / "llama-models" / "responses.jsonl"
 
 
 @lru_cache(maxsize=None)
@@ -76,3 +80,29 @@ def test_profile_switches():
     assert rules.lockstep_budget and not rules.lengths_from_unpadded and rules.stop_eos_dropped and rules.warpers == "meta"
     with pytest.raises(ValueError, match="warpers"):
         EngineRules(warpers="meta2")
+
+
+def answered() -> list[dict]:
+    records = [json.loads(line) for line in RECORDS.read_text().splitlines()]
+    return [r for r in records if "output" in r["response"]]
+
+
+def test_the_recorded_answers_cover_the_llama_groups():
+    """Meta's generate answered the suite's greedy Llama cases it takes (no beams, penalties or minimum length)."""
+    got = answered()
+    assert {"engines_llama_greedy", "llama_greedy"} <= {r["type"] for r in got}
+    assert all(r.get("kind") == "llama" and int(r["config"].get("num_beams") or 1) == 1 for r in got)
+    assert len(got) >= 4
+
+
+def test_profile_reproduces_every_llama_models_answer():
+    departing = 0
+    for r in answered():
+        logits = logits_of(r["model"])
+        out = decode_as("llama-models", logits, r["input_ids"], r["attention_mask"], r["config"],
+                        r.get("uniforms"))["sequences"]
+        assert out.dtype == np.int64
+        assert out.tolist() == r["response"]["output"]["sequences"], r["id"]
+        hf = decode_as(EngineRules(), logits, r["input_ids"], r["attention_mask"], r["config"], r.get("uniforms"))
+        departing += hf["sequences"].tolist() != out.tolist()
+    assert departing >= 1                     # the record shows a departure (S1 or S3), not only agreement
