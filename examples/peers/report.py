@@ -9,6 +9,10 @@ SECTION.md (SECTION.zh.md) in the order of :data:`PEERS` (then any other peer fo
 peer's fresh figures from its fresh.json (``fresh_check.py --json``: cases answered, reproduced by the peer's
 profile, the seed) and the times run_all.sh measured (examples/peers/times.txt: one ``step: N s`` a line). A peer
 folder is examples/peers/<peer>/ with a SECTION.md; with none, the page says that none was found.
+
+The page passes the docs' own tools as a hand-written page does: the first prose use of each glossary term links
+the glossary (tools/docs/glossary_links.py), and in Chinese each section's headings carry the anchors of its
+English headings (same position in SECTION.md) and the prose has the site's terms (tools/docs/zh_terms.py).
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ import argparse
 import json
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "tools" / "docs"))
+import glossary_links  # noqa: E402  (the first use of each glossary term linked, as on every page)
+import zh_terms  # noqa: E402  (the Chinese pages' terms and punctuation)
 PAGE = "checking-the-code-you-learn-from"
 #: the peers' order on the page (a from-scratch book, a library, a model release, a one-file port)
 PEERS = ("llms-from-scratch", "litgpt", "llama-models", "llama2-py")
 
 INTRO = {"en": """# Checking the code you learn from
+
+## The idea
 
 Decoding is learnt from teaching code: a book's from-scratch chapter, a library's short generate loop, a model
 release's reference script. Each is a **teaching peer**: code written to be read, that decodes real models. This
@@ -33,8 +43,8 @@ page checks teaching peers the way [Engines](engines.md) checks inference engine
 
 - **the peer's own code**, unmodified, runs behind an adapter (the `adapter.py` of the peer's folder in
   `examples/peers/`, started by its `run`) that answers the conformance protocol ([Checking your
-  implementation](conformance.md#the-protocol)): the suite's greedy, sampling and beam cases, each on the peer's
-  own functions;
+  implementation](conformance.md#the-protocol)): the suite's greedy, sampling and [beam](glossary.md#beam)
+  cases, each on the peer's own functions;
 - **draws with the case's uniforms**: where the peer samples, the adapter draws from the distribution the peer's
   code leaves with the case's uniforms instead of the peer's generator, so a sampled answer is compared token for
   token, as a greedy one is;
@@ -53,7 +63,38 @@ examples/peers/run_all.sh
 
 One peer by hand: the `setup.sh` of its folder, then `refdecode conformance check SUITE --cmd` with the folder's
 `run` as the command.
+
+## Worked example
+
+A teaching loop often runs for `max_new_tokens` steps and never looks for the [eos](glossary.md#eos) token:
+llama2-py's `while pos < steps` and llms-from-scratch's KV-cache loop both do (the switch `eos_ignored=True` of
+their profiles). On a bigram stand-in model (1 -> 2 -> 0 = eos -> 3), 4.38.2 stops at the eos; the two peers'
+profiles run past it, as the peers do:
+
+```python
+>>> import numpy as np
+>>> from refdecode.model.stand_ins import TableModel
+>>> from refdecode.reference.engines import PROFILES, decode_as
+>>> table = np.log(np.array([[.1, .1, .1, .7], [.1, .1, .7, .1], [.7, .1, .1, .1], [.1, .1, .1, .7]],
+...                         dtype=np.float32))
+>>> model, ids = TableModel(table), np.array([[1]])
+>>> config = {"max_new_tokens": 4, "eos_token_id": [0], "pad_token_id": 0}
+>>> decode_as("transformers-4.38.2", model, ids, None, config)["sequences"].tolist()
+[[1, 2, 0]]
+>>> decode_as("llama2-py", model, ids, None, config)["sequences"].tolist()
+[[1, 2, 0, 3, 3]]
+>>> decode_as("llms-from-scratch-kv", model, ids, None, config)["sequences"].tolist()
+[[1, 2, 0, 3, 3]]
+>>> PROFILES["llama2-py"].eos_ignored, PROFILES["transformers-4.38.2"].eos_ignored
+(True, False)
+
+```
+
+A reader who learnt from either loop and checks their own against 4.38.2 finds this departure first; each peer's
+section below names the others.
 """, "zh": """# 检查你学习用的代码
+
+## 思路 {#the-idea}
 
 解码是从教学代码里学来的：一本书里从零写起的章节、一个库里简短的 generate 循环、一次模型发布附带的参考脚本。它们都是**教学同行**（teaching peer）：为了让人读懂而写、又真能给真实模型解码的代码。本页像[推理引擎](engines.md)一页检查推理引擎那样，以 transformers 4.38.2 为准检查这些教学同行：
 
@@ -69,6 +110,31 @@ examples/peers/run_all.sh
 ```
 
 手动检查一个同行：先运行它文件夹中的 `setup.sh`，再运行 `refdecode conformance check SUITE --cmd`，命令用该文件夹的 `run`。
+
+## 示例 {#worked-example}
+
+教学代码的循环常常只跑 `max_new_tokens` 步，从不检查 [eos](glossary.md#eos) 词元：llama2-py 的 `while pos < steps` 和 llms-from-scratch 带 KV 缓存的循环都是这样（它们档案中的开关 `eos_ignored=True`）。在一个二元语法替身模型上（1 -> 2 -> 0 = eos -> 3），4.38.2 在 eos 处停止；两个同行的档案像同行本身一样越过它继续生成：
+
+```python
+>>> import numpy as np
+>>> from refdecode.model.stand_ins import TableModel
+>>> from refdecode.reference.engines import PROFILES, decode_as
+>>> table = np.log(np.array([[.1, .1, .1, .7], [.1, .1, .7, .1], [.7, .1, .1, .1], [.1, .1, .1, .7]],
+...                         dtype=np.float32))
+>>> model, ids = TableModel(table), np.array([[1]])
+>>> config = {"max_new_tokens": 4, "eos_token_id": [0], "pad_token_id": 0}
+>>> decode_as("transformers-4.38.2", model, ids, None, config)["sequences"].tolist()
+[[1, 2, 0]]
+>>> decode_as("llama2-py", model, ids, None, config)["sequences"].tolist()
+[[1, 2, 0, 3, 3]]
+>>> decode_as("llms-from-scratch-kv", model, ids, None, config)["sequences"].tolist()
+[[1, 2, 0, 3, 3]]
+>>> PROFILES["llama2-py"].eos_ignored, PROFILES["transformers-4.38.2"].eos_ignored
+(True, False)
+
+```
+
+从这两个循环之一学会解码、再拿自己的代码与 4.38.2 对照的读者，最先遇到的就是这处不同；下面每个同行的一节列出其余的不同。
 """}
 
 WORDS = {
@@ -121,6 +187,45 @@ def times(folder: Path) -> list[str]:
     return lines
 
 
+def slugify(heading: str) -> str:
+    """Python-Markdown's toc slug: the anchor mkdocs gives a heading without ``{#id}``."""
+    text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def _headings(text: str) -> list[tuple[int, str]]:
+    """(line number, heading text) of the ``##``/``###`` headings outside fenced code."""
+    found, fenced = [], False
+    for i, line in enumerate(text.split("\n")):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"^#{2,3} (.+?)\s*$", line)):
+            found.append((i, m.group(1)))
+    return found
+
+
+def with_english_anchors(zh: str, en: str) -> str:
+    """The Chinese section ``zh`` with each heading given the anchor ``{#id}`` of the English section's heading at
+    the same position (its own ``{#id}``, else its slug), so a link to a section lands in either language; a
+    heading that has an anchor keeps it."""
+    lines, english = zh.split("\n"), _headings(en)
+    for n, (i, heading) in enumerate(_headings(zh)):
+        if n < len(english) and not re.search(r"\{#[\w-]+\}$", heading):
+            given = re.search(r"\{#([\w-]+)\}$", english[n][1])
+            lines[i] = f"{lines[i].rstrip()} {{#{given.group(1) if given else slugify(english[n][1])}}}"
+    return "\n".join(lines)
+
+
+def section(peer: Path, lang: str) -> str:
+    """The peer's SECTION.md, or in Chinese its SECTION.zh.md (with the English headings' anchors) if it has one."""
+    en = (peer / "SECTION.md").read_text("utf-8").strip("\n")
+    zh = peer / "SECTION.zh.md"
+    if lang == "zh" and zh.is_file():
+        return with_english_anchors(zh.read_text("utf-8").strip("\n"), en)
+    return en
+
+
 def render(folder: Path = HERE, lang: str = "en") -> str:
     """The page in ``lang`` ("en" or "zh") from the peer folders under ``folder``."""
     if lang not in WORDS:
@@ -129,9 +234,7 @@ def render(folder: Path = HERE, lang: str = "en") -> str:
     parts = [INTRO[lang].rstrip("\n")]
     if not found:
         parts.append(w["none"])
-    for peer in found:
-        section = peer / ("SECTION.zh.md" if lang == "zh" else "SECTION.md")
-        parts.append((section if section.is_file() else peer / "SECTION.md").read_text("utf-8").strip("\n"))
+    parts += [section(peer, lang) for peer in found]
     if found:
         rows = [w["head"], "|---|---:|---:|---:|"]
         for peer in found:
@@ -142,7 +245,11 @@ def render(folder: Path = HERE, lang: str = "en") -> str:
     measured = times(folder)
     parts += [w["times"], (w["times_intro"] + "\n\n" + "\n".join(f"- {t}" for t in measured)) if measured
               else w["no_times"]]
-    return "\n\n".join(parts) + "\n"
+    page = "\n\n".join(parts) + "\n"
+    if lang == "zh":                   # the site's terms and punctuation (tools/docs/zh_terms.py), before and
+        page = zh_terms.convert(page)  # after linking, so the page is a fixed point of both tools
+        return zh_terms.convert(glossary_links.link_terms(page))
+    return glossary_links.link_terms(page)
 
 
 def main() -> int:

@@ -52,6 +52,7 @@ FIVE_PARTS = ["The idea", "The equation", "Worked example", "The code", "transfo
 OTHER_PAGES = {"parity.md": FIVE_PARTS[:3], "references.md": ["The idea", "Worked example"],
                "source-documents.md": [], "glossary.md": ["The idea", "Worked example"],
                "misconceptions.md": ["The idea", "Worked example"], "engines.md": ["The idea", "Worked example"],
+               "checking-the-code-you-learn-from.md": ["The idea", "Worked example"],
                "choosing-a-strategy.md": ["The idea", "Worked example", "transformers 4.38.2 and the source documents"]}
 
 

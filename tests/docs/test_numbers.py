@@ -53,6 +53,10 @@ def test_the_suite_counts_are_the_registrys():
     assert whole and set(whole) == {total}
     only = re.search(r'--plant beam_candidates_k" --only (\w+)\n(?:.*\n)*?(\d+) passed, (\d+) failed', CONFORMANCE)
     assert only and int(only.group(2)) + int(only.group(3)) == case_count(select(only.group(1)))
+    scale = (ROOT / "docs" / "checking-at-scale.md").read_text(encoding="utf-8")
+    assert f"default suite ({total:,} cases)" in scale and f"890/{total} [" in scale, hint + " and checking-at-scale.md"
+    measured = re.findall(r"^\| `--jobs \d` \|.*\| (\d+) passed, (\d+) failed \|$", scale, flags=re.M)
+    assert measured and {int(a) + int(b) for a, b in measured} == {total}, "checking-at-scale.md: measure again"
     js = case_count(JS_TYPES)
     assert f"all of its case types ({js} cases)" in CONFORMANCE
     js_readme = (ROOT / "examples" / "conformance-js" / "README.md").read_text(encoding="utf-8")

@@ -68,3 +68,16 @@ def test_a_bad_times_line_or_language_is_refused(tmp_path):
         REPORT.render(tmp_path)
     with pytest.raises(ValueError, match="`lang` must be one of"):
         REPORT.render(tmp_path, "fr")
+
+
+def test_the_page_gets_the_docs_tools_glossary_links_anchors_and_chinese_terms(tmp_path):
+    """What tools/docs/ would do to a hand-written page, the renderer does: the first prose use of a glossary term
+    linked; a Chinese heading given the anchor of the English heading at its position (a heading in code is none);
+    the Chinese prose in the site's terms (zh_terms)."""
+    code = "```python\n## not a heading\n```"
+    _peer(tmp_path, "litgpt", f"## litgpt 0.5\n\n{code}\n\n### Its fix {{#fix}}\n\nThe KV cache, then the KV cache.\n",
+          f"## litgpt 0.5（库）\n\n{code}\n\n### 修复\n\n每个 token 的 logits 放进 KV cache。\n")
+    en, zh = REPORT.render(tmp_path), REPORT.render(tmp_path, "zh")
+    assert "The [KV cache](glossary.md#kv-cache), then the KV cache." in en
+    assert "## litgpt 0.5（库） {#litgpt-05}" in zh and "### 修复 {#fix}" in zh and f"\n{code}\n" in zh
+    assert "每个词元的对数几率放进 [KV cache](glossary.md#kv-cache)。" in zh

@@ -92,11 +92,8 @@ def _first(text: str, anchor: str) -> tuple[tuple[int, int] | None, tuple[int, i
     return first_plain, first_link
 
 
-def unlinked(path: Path) -> list[str]:
-    """The terms whose first prose use on the page ``path`` is not a link to the glossary."""
-    if path.name.replace(".zh.md", ".md") in EXCLUDED:    # the Chinese edition (x.zh.md) follows x.md
-        return []
-    text = path.read_text(encoding="utf-8")
+def unlinked_terms(text: str) -> list[str]:
+    """The terms whose first prose use in the page text ``text`` is not a link to the glossary."""
     missing = []
     for anchor in TERMS:
         plain, link = _first(text, anchor)
@@ -105,18 +102,31 @@ def unlinked(path: Path) -> list[str]:
     return missing
 
 
-def add_links(path: Path) -> list[str]:
-    """Link the first prose use of each term that is not linked yet; return the anchors linked."""
-    done = []
-    for anchor in unlinked(path):
-        text = path.read_text(encoding="utf-8")
+def unlinked(path: Path) -> list[str]:
+    """The terms whose first prose use on the page ``path`` is not a link to the glossary."""
+    if path.name.replace(".zh.md", ".md") in EXCLUDED:    # the Chinese edition (x.zh.md) follows x.md
+        return []
+    return unlinked_terms(path.read_text(encoding="utf-8"))
+
+
+def link_terms(text: str) -> str:
+    """``text`` with the first prose use of each term that is not linked yet made a link to its glossary entry
+    (what :func:`add_links` writes to a page; examples/peers/report.py renders its page through it)."""
+    for anchor in unlinked_terms(text):
         lines = text.split("\n")
         (i, col), _ = _first(text, anchor)
         m = _free_matches(lines[i], TERMS[anchor])[0]
         assert m.start() == col
         lines[i] = f"{lines[i][:m.start()]}[{m.group(0)}](glossary.md#{anchor}){lines[i][m.end():]}"
-        path.write_text("\n".join(lines), encoding="utf-8")
-        done.append(anchor)
+        text = "\n".join(lines)
+    return text
+
+
+def add_links(path: Path) -> list[str]:
+    """Link the first prose use of each term that is not linked yet; return the anchors linked."""
+    done = unlinked(path)
+    if done:
+        path.write_text(link_terms(path.read_text(encoding="utf-8")), encoding="utf-8")
     return done
 
 
