@@ -156,6 +156,28 @@ def for_litgpt(inp: dict) -> dict:
     return _config(inp, repetition_penalty=1.0)
 
 
+def for_llama_models(inp: dict) -> dict:
+    """No repetition penalty and top_k 0 (Llama3.generate has neither option: generation.py:154-164); sampling on the
+    shipped Llama at most 6 new tokens (its cases' full-vocabulary scores stay under the suite's 64 MiB line); with
+    prompts of unequal length more uniforms, one per row and step up to the longest prompt + max_new_tokens (Meta
+    decodes in lockstep from the shortest prompt, its S1: a shorter row draws more than max_new_tokens; the first
+    max_new_tokens * rows are the drawn ones, all 4.38.2 reads; the rest from a generator seeded with them)."""
+    inp = _config(inp, repetition_penalty=1.0)
+    if not inp["config"].get("do_sample"):
+        return inp
+    new = int(inp["config"]["max_new_tokens"])
+    if Path(inp["model"]["path"]).name == SHIPPED_LLAMA.name:
+        new = min(new, 6)
+    mask = np.ones_like(inp["input_ids"]) if inp.get("attention_mask") is None else np.asarray(inp["attention_mask"])
+    lengths = mask.sum(axis=1)                                                # (B,)
+    rows = int(np.asarray(inp["uniforms"]).size) // int(inp["config"]["max_new_tokens"])     # N = B * R
+    u = np.asarray(inp["uniforms"], dtype=np.float64)[:new * rows]
+    inp = _config(inp, top_k=0, max_new_tokens=new)
+    need = (new + int(lengths.max() - lengths.min())) * rows
+    extra = np.random.default_rng(int.from_bytes(u.tobytes()[:8], "little")).random(max(need - u.size, 0))
+    return {**inp, "uniforms": np.concatenate([u, extra])}
+
+
 def _says(fit: Callable[[dict], dict]) -> str:
     return " ".join((fit.__doc__ or fit.__name__).split())
 
@@ -183,6 +205,9 @@ DRAWS: dict[str, Draw] = {
                                  + _says(for_scratch), family="llama"),
     "litgpt": Draw("litgpt", ("plain_greedy", "sample"), for_litgpt,
                    "groups plain_greedy, sample on the Llama family; " + _says(for_litgpt), family="llama"),
+    "llama-models": Draw("llama-models", ("plain_greedy", "sample"), for_llama_models,
+                         "groups plain_greedy, sample on the Llama family; " + _says(for_llama_models),
+                         family="llama"),
 }
 
 
@@ -443,7 +468,7 @@ def main() -> int:
             print(f"  rows where the profile predicts none: {m['id']} ({m['note']})")
     if args.json:
         args.json.write_text(json.dumps({"seed": args.seed, "cases": args.fresh, "answered_target": args.answered,
-                                         "family": args.family, "engines": results}, indent=1) + "\n")
+                                         "family": args.family or "each engine's draw's", "engines": results}, indent=1) + "\n")
     return 1 if any(r["mismatches"] for r in results.values()) else 0
 
 

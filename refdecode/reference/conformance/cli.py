@@ -65,8 +65,8 @@ streamed, never held whole. On a terminal, a progress bar on stderr (cases done 
 tqdm, from the scale extra); none when stderr is not a terminal.
 
 --only takes case types (top_p, beam_search, ...; all are listed in DIR/manifest.json) or groups:
-beam, beam_bookkeeping, constrained, contrastive, decode, engines, engines_124m, gpt2, llama, model, processors,
-processors_and_warpers, sampling, speculative, stopping, textbook, toy, warpers. Without --only: every group
+beam, beam_bookkeeping, constrained, contrastive, decode, engines, engines_124m, engines_llama, gpt2, llama, model,
+processors, processors_and_warpers, sampling, speculative, stopping, textbook, toy, warpers. Without --only: every group
 but engines_124m (its checkpoint is not committed: tools/engines/make_gpt2_124m_shaped.py makes it) and
 textbook (torch's last bit on round rows: a textbook row that departs only there is "departs on the LAST BIT",
 one that departs on the rule "departs on the RULE"; --tolerate-last-bit counts the first kind as passed).

@@ -220,6 +220,21 @@ class EngineRules:
       CPU choice among them is unspecified), then the temperature (base.py:66-68), then 4.38.2's own top-p rule
       (ascending float32 softmax cumsum <= 1 - top_p removed, the top token kept, ``sample_top_p``
       base.py:39-51); 4.38.2: temperature, then top-k keeping every tie at the k-th value, then top-p.
+
+    llama-models 0.3.0, Meta's reference ``Llama3.generate`` (``models/llama3/generation.py``; S1 .. S3):
+
+    * ``lockstep_budget``: S1, a row's budget of new tokens grows by its padding (T - n_b), its minimum does not
+      (``lengths_from_unpadded`` grows both): Meta left-aligns the prompts and decodes the batch in lockstep from
+      the shortest one to ``total_len`` = the longest prompt + max_gen_len, each longer prompt teacher-forced
+      (generation.py:182-194, :233-260), so a row with n_b real tokens of the longest L generates up to
+      L - n_b + max_new_tokens tokens (L = T, the padded width, in the suite's cases); in sampling, row r's t-th
+      token takes ``uniforms[t * N + r]`` and a draw past the case's uniforms is a ValueError.
+    * ``warpers="meta"`` (a value of ``warpers``): ``softmax(logits / temperature)``, then ``sample_top_p``: the
+      probabilities sorted descending, a token dropped where the float32 cumulative sum BEFORE it is > top_p,
+      renormalised (generation.py:251-253, :363-367; S2); no top-k. 4.38.2 drops where the ascending cumulative sum
+      is <= 1 - top_p: the same set in exact arithmetic but at a boundary, not always in float32.
+    * ``stop_eos_dropped`` (above) is S3: Meta's own reader (scripts/completion.py:84-88) stops at the first
+      result with ``finished`` True, the stop token, and does not print it.
     """
 
     rp_ctx: str = "row"
@@ -259,10 +274,11 @@ class EngineRules:
     activation: str = "checkpoint"
     eos_ignored: bool = False
     rms_norm_eps: str = "checkpoint"
+    lockstep_budget: bool = False
 
     def __post_init__(self) -> None:
         allowed = {"rp_ctx": CONTEXTS, "ngram_ctx": CONTEXTS, "min_length": ("4.38", "5", "tf"),
-                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "scratch", "litgpt"),
+                   "warpers": ("4.38", "llama", "mlx", "tf", "flax", "scratch", "litgpt", "meta"),
                    "loop": ("4.38", "5", "ct2", "keras", "ov", "tf", "vllm", "flax"), "candidates": ("hf", "2k"),
                    "finish": ("4.38", "5", "ct2"), "last": ("finalize", "topk"),
                    "eos_out": ("first", "generated", "none"), "activation": ("checkpoint", "ggml_fp16"),
@@ -330,6 +346,9 @@ PROFILES: dict[str, EngineRules] = {
     # LG1 (teaching peer litgpt 0.5.13: generate() per unpadded prompt, greedy as temperature 0; LG2, its eos
     # handling, agrees with 4.38.2; no beams, penalties or minimum length in its API)
     "litgpt": EngineRules(warpers="litgpt"),
+    # S1 .. S3 (llama-models 0.3.0: Llama3.generate with the batch in one call, read as scripts/completion.py reads
+    # it; greedy and sampling only)
+    "llama-models": EngineRules(lockstep_budget=True, warpers="meta", stop_eos_dropped=True),
 }
 
 

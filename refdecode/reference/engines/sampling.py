@@ -13,8 +13,8 @@ uniform, row r at step t the uniform ``uniforms[t * N + r]`` (the suite's draw o
 max_new_tokens. Switches read: ``warpers`` (``"4.38"`` refdecode's 4.38.2 warpers, ``"llama"`` llama.cpp's chain,
 L2, ``"mlx"`` mlx-lm's, M3, ``"tf"`` transformers 4.38.2's TF warpers, TF5, ``"flax"`` transformers 4.38.2 Flax's,
 FX8, ``"scratch"`` llms-from-scratch's top-k then temperature, S2, ``"litgpt"``
-litgpt 0.5.13's ``sample``, LG1), ``sample_one_row`` (Flax), ``pad_after_eos`` /
-``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
+litgpt 0.5.13's ``sample``, LG1, ``"meta"`` llama-models' ``sample_top_p``, S2), ``sample_one_row`` (Flax),
+``pad_after_eos`` / ``stop_when_all_last_eos`` as in greedy, and through ``Prompt`` the processors'.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from .greedy import drop_trailing_pads
 from .rules import EngineRules
 from .steps import NextTokenLogits, Prompt
 
-__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers", "flax_chain", "scratch_chain", "litgpt_chain"]
+__all__ = ["sample", "llama_chain", "mlx_chain", "tf_warpers", "flax_chain", "scratch_chain", "litgpt_chain",
+           "meta_chain"]
 
 
 class _Given(np.random.Generator):
@@ -136,6 +137,21 @@ def scratch_chain(scores: np.ndarray, temperature: float, top_k: int) -> np.ndar
     return (row / np.float32(temperature)).astype(np.float32)
 
 
+def meta_chain(scores: np.ndarray, temperature: float, top_p: float) -> np.ndarray:
+    """llama-models 0.3.0's ``softmax(logits / temperature)`` then ``sample_top_p`` on one row (V,)
+    (models/llama3/generation.py:252-253, :363-367): the float32 probabilities sorted descending, a token dropped
+    where the float32 cumulative sum before it (``probs_sum - probs_sort``) is > top_p; the kept scores returned
+    (the draw's softmax renormalises them, as ``probs_sort.div_(probs_sort.sum())``). The cumulative sum is torch's
+    on the CPU: accumulated in float64, each entry rounded to float32. No top-k."""
+    row = (np.asarray(scores, dtype=np.float32) / np.float32(temperature)).astype(np.float32)
+    order = np.argsort(-softmax(row), kind="stable")                             # (V,) best first
+    p = softmax(row)[order]
+    cum = np.cumsum(p, dtype=np.float64).astype(np.float32)
+    out = row.copy()
+    out[order[(cum - p).astype(np.float32) > np.float32(top_p)]] = -np.inf
+    return out
+
+
 def _flax_order(row: np.ndarray) -> np.ndarray:
     """``lax.top_k``'s order: descending in XLA's total order (+0.0 above -0.0), equal values by the lower index."""
     return np.lexsort((np.arange(row.size), np.signbit(row), -row))
@@ -169,14 +185,20 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
     top_p = 1.0 if given["top_p"] is None else float(given["top_p"])
     gens: list[list[int]] = [[] for _ in rows]
     finished = [False] * N
-    for t in range(rows[0].max_new):
-        if u.size < (t + 1) * N:
+    for t in range(max(p.max_new for p in rows)):          # one budget for all rows but under lengths_from_unpadded
+        if u.size < (t + 1) * N and t < min(p.max_new for p in rows):
             raise ValueError(f"`uniforms` must hold max_new_tokens * rows = {rows[0].max_new * N} values "
                              f"(one per row and step), got {u.size}")
         for r, prompt in enumerate(rows):
+            if t >= prompt.max_new:             # its budget is spent (shorter than another row's)
+                finished[r] = True
+                continue
             if finished[r] and rules.pad_after_eos:
                 gens[r].append(prompt.pad)
                 continue
+            if u.size <= t * N + r:            # llama-models S1: a longer budget than the case's uniforms cover
+                raise ValueError(f"`uniforms` hold {u.size} values: none for row {r} at step {t} (its budget "
+                                 f"{prompt.max_new} > max_new_tokens)")
             scores = prompt.process(logits(prompt.model_tokens(gens[r])), gens[r], np.float32(-np.inf))  # (V,)
             if rules.warpers == "llama":
                 scores = llama_chain(scores, temperature, top_k, top_p)
@@ -190,6 +212,8 @@ def sample(logits: NextTokenLogits, prompts: list[Prompt], rules: EngineRules, c
                 scores = scratch_chain(scores, temperature, top_k)
             elif rules.warpers == "litgpt":
                 scores = litgpt_chain(scores, temperature, top_k, top_p)
+            elif rules.warpers == "meta":
+                scores = meta_chain(scores, temperature, top_p)
             else:
                 ids = np.array([prompt.row + gens[r]], dtype=np.int64)                                   # (1, T+t)
                 scores = np.asarray(warpers(ids, scores[None]), dtype=np.float32)[0]

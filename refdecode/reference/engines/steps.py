@@ -127,8 +127,9 @@ class Prompt:
             self.min_gen = max(int(min_new or 0), int(config.get("min_length") or 0) - self.T + inclusive, 0)
         if not rules.beam_min_new and int(config.get("num_beams") or 1) > 1:
             self.min_gen = 0                   # OpenVINO GenAI O4: no processor but the n-gram in beam search
-        if rules.lengths_from_unpadded:       # CTranslate2 C8: one max_length / min_length for the batch
+        if rules.lengths_from_unpadded or rules.lockstep_budget:   # CTranslate2 C8 / llama-models S1
             self.max_new += self.T - len(self.real)
+        if rules.lengths_from_unpadded:       # CTranslate2 C8: one max_length / min_length for the batch
             self.min_gen += self.T - len(self.real)
         # onnxruntime-genai G7: the first step reads the logits at the last token that is not pad_token_id;
         # with more than one prompt the trailing pads stay masked at every step

@@ -7,6 +7,8 @@ import importlib.util
 import json
 import sys
 
+import numpy as np
+
 from conformance_suites import python_implementation
 from conftest import ROOT
 
@@ -161,3 +163,19 @@ def test_the_llama_family_keeps_each_engines_draw_on_the_llama_checkpoints():
     # without a family, each draw's own: a teaching peer drawn on the Llama family stays there
     assert fresh_check.draw_of("litgpt").family == "llama" and fresh_check.draw_of("ctranslate2").family == "gpt2"
     assert fresh_check.draw_of("litgpt", family="gpt2").family == "gpt2"
+
+
+def test_the_llama_models_fit_adds_uniforms_for_its_lockstep_budget():
+    """llama-models (S1): a row shorter than the longest prompt draws more than max_new_tokens; the fit keeps the
+    drawn uniforms first and adds one per row for each step of the difference; greedy cases keep theirs."""
+    fresh_check = _fresh_check()
+    inp = {"model": {"kind": "llama", "path": "x"}, "input_ids": np.array([[5, 6, 7], [0, 8, 9]]),
+           "attention_mask": np.array([[1, 1, 1], [0, 1, 1]]), "uniforms": np.arange(4) / 4.0,
+           "config": {"do_sample": True, "max_new_tokens": 2, "top_k": 50, "repetition_penalty": 1.3}}  # not shipped
+    out = fresh_check.for_llama_models(inp)
+    assert (out["config"]["top_k"], out["config"]["repetition_penalty"]) == (0, 1.0)
+    assert out["uniforms"].size == 6 and out["uniforms"][:4].tolist() == inp["uniforms"].tolist()
+    assert out["uniforms"].tolist() == fresh_check.for_llama_models(inp)["uniforms"].tolist()   # deterministic
+    greedy = fresh_check.for_llama_models({**inp, "config": {"max_new_tokens": 2, "repetition_penalty": 1.3}})
+    assert greedy["uniforms"] is inp["uniforms"] and "top_k" not in greedy["config"]
+    assert fresh_check.draw_of("llama-models", family="llama").family == "llama"

@@ -17,7 +17,8 @@ def test_profiles_name_the_engines_and_differ():
                              "transformers-js", "llama-cpp", "keras-hub", "ctranslate2-per-prompt", "mlx-lm",
                              "mlx-lm-per-prompt", "openvino-genai", "transformers-4.38.2-tf",
                              "vllm", "transformers-4.38.2-flax", "llama2-py",
-                             "llms-from-scratch", "llms-from-scratch-kv", "llms-from-scratch-qwen3", "litgpt"}
+                             "llms-from-scratch", "llms-from-scratch-kv", "llms-from-scratch-qwen3", "litgpt",
+                             "llama-models"}
     # two teaching peers depart alike: llama2-py and llms-from-scratch's KV-cache loop both hard-code RMSNorm's
     # 1e-5 and stop on no eos (their FINDINGS P2, P3 and S4, S5); every other profile has switches of its own
     alike = {"llms-from-scratch-kv"}
