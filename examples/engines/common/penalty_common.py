@@ -34,6 +34,8 @@ SETTINGS = [
     dict(presence_penalty=0.5), dict(presence_penalty=1.0),
     dict(frequency_penalty=0.5, presence_penalty=1.0),
     dict(logit_bias=BIAS), dict(frequency_penalty=0.5, presence_penalty=1.0, logit_bias=BIAS),
+    # a window of 4 (mlx-lm's context sizes, llama.cpp's penalty_last_n): the prompt drops out of it
+    dict(frequency_penalty=-0.5, window=4), dict(frequency_penalty=0.5, presence_penalty=1.0, window=4),
 ]
 
 
@@ -48,17 +50,19 @@ def cpu() -> str:
 
 
 def check(engine: str, version: str, run: Callable[[list[int], int, dict], list[int]], rule: str,
-          out: Path, bias: bool = True) -> int:
-    """Run every (prompt, setting) on the engine and on the replays; print and write the figures; 0 if all agree."""
+          out: Path, bias: bool = True, window: bool = True) -> int:
+    """Run every (prompt, setting) on the engine and on the replays; print and write the figures; 0 if all agree.
+    ``bias`` / ``window``: whether the engine has a logit bias / a window (else those settings are skipped)."""
     model = from_pretrained(MODEL)
     rows, t0 = [], time.perf_counter()
     for setting in SETTINGS:
-        if "logit_bias" in setting and not bias:
+        if ("logit_bias" in setting and not bias) or ("window" in setting and not window):
             continue
         for prompt in PROMPT_IDS:
             got = run(prompt, NEW_TOKENS, setting)
             want, margins = greedy_replay(model, prompt, NEW_TOKENS, RULES[rule], **setting)
-            openai, _ = greedy_replay(model, prompt, NEW_TOKENS, RULES["openai"], **setting)
+            openai, _ = greedy_replay(model, prompt, NEW_TOKENS, RULES["openai"],
+                                      **{k: v for k, v in setting.items() if k != "window"})
             rows.append(dict(prompt=prompt, setting={k: (v if k != "logit_bias" else {str(t): b for t, b in v.items()})
                                                      for k, v in setting.items()},
                              engine=got, replay=want, agree=got == want, openai_rule_agrees=got == openai,

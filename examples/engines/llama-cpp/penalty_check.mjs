@@ -2,7 +2,8 @@
 // penalty_check.py: reads a JSON list of {prompt, maxNewTokens, frequencyPenalty, presencePenalty, logitBias} on
 // stdin, writes the generated ids of each as a JSON list on stdout. The penalties go to llama.cpp's penalties
 // sampler (`repeatPenalty`, its multiplicative `penalty` at 1, off) with the prompt and the generated tokens as
-// `punishTokens` in a window of 64 (`maxPunishTokens`: llama.cpp's default `penalty_last_n`), as llama-server
+// `punishTokens`, its last `window` (default 64, llama.cpp's `penalty_last_n`; node-llama-cpp widens
+// `maxPunishTokens`, the sampler's ring buffer, to the tokens handed, LlamaContext.js:1798), as llama-server
 // accepts the prompt into the chain; the bias is a `TokenBias` in logits (`{logit: b}`: llama.cpp's logit-bias
 // sampler, which node-llama-cpp puts before the penalties, AddonSampler.cpp).
 import { TokenBias } from "node-llama-cpp";
@@ -21,7 +22,8 @@ for (const job of jobs) {
   const generated = [];
   const options = { temperature: 0, yieldEogToken: true };
   if (job.frequencyPenalty || job.presencePenalty) {
-    options.repeatPenalty = { punishTokens: () => history, penalty: 1, maxPunishTokens: 64,
+    const window = job.window ?? 64;
+    options.repeatPenalty = { punishTokens: () => history.slice(-window), penalty: 1, maxPunishTokens: window,
       frequencyPenalty: job.frequencyPenalty ?? 0, presencePenalty: job.presencePenalty ?? 0 };
   }
   if (job.logitBias) {

@@ -29,7 +29,7 @@ VERSION = "node-llama-cpp " + json.loads((HERE / "node_modules/node-llama-cpp/pa
 def engine_tokens() -> dict:
     """Every (prompt, setting) decoded in one node process: {(tuple(prompt), repr(setting)): ids}."""
     jobs = [dict(prompt=p, maxNewTokens=NEW_TOKENS, frequencyPenalty=s.get("frequency_penalty", 0.0),
-                 presencePenalty=s.get("presence_penalty", 0.0),
+                 presencePenalty=s.get("presence_penalty", 0.0), window=s.get("window", 64),
                  logitBias={str(t): b for t, b in s.get("logit_bias", {}).items()} or None)
             for s in SETTINGS for p in PROMPT_IDS]
     done = subprocess.run(["node", str(HERE / "penalty_check.mjs"), str(MODEL)], input=json.dumps(jobs),

@@ -4,8 +4,8 @@ r"""mlx-lm's presence penalty, frequency penalty and logit bias against the rule
 
 mlx-lm runs ``generate_step`` greedily (``make_sampler(temp=0.0)``) on each prompt alone, with
 ``make_logits_processors(logit_bias=..., presence_penalty=..., frequency_penalty=...)`` at their default context
-sizes (20), on the cached conversion of ``models/tiny-shakespeare-llama`` (``cache/``, written by adapter.py's
-``converted_llama`` on first use). Its new tokens are compared token for token with
+sizes (20; a setting's ``window`` sets both), on the cached conversion of ``models/tiny-shakespeare-llama``
+(``cache/``, written by adapter.py's ``converted_llama`` on first use). Its new tokens are compared token for token with
 ``refdecode.reference.engines.penalties.mlx_lm_rule`` replayed greedily on refdecode's logits (the last 20
 tokens of prompt + generated; bias, then presence once per distinct token, then frequency per occurrence).
 Writes penalty_check.json beside this script.
@@ -33,7 +33,10 @@ _model = load_model(converted_llama(MODEL))[0]
 
 
 def run(prompt: list[int], new: int, setting: dict) -> list[int]:
-    processors = make_logits_processors(**setting)
+    options = {k: v for k, v in setting.items() if k != "window"}
+    if "window" in setting:
+        options.update(presence_context_size=setting["window"], frequency_context_size=setting["window"])
+    processors = make_logits_processors(**options)
     return [int(t) for t, _ in generate_step(mx.array(prompt), _model, max_tokens=new,
                                              sampler=make_sampler(temp=0.0), logits_processors=processors)]
 

@@ -48,4 +48,5 @@ def run(prompt: list[int], new: int, setting: dict) -> list[int]:
 
 
 if __name__ == "__main__":
-    sys.exit(check("openvino-genai", og.__version__, run, "openvino-genai", HERE / "penalty_check.json", bias=False))
+    sys.exit(check("openvino-genai", og.__version__, run, "openvino-genai", HERE / "penalty_check.json", bias=False,
+                   window=False))

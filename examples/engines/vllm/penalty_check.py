@@ -34,4 +34,4 @@ def run(prompt: list[int], new: int, setting: dict) -> list[int]:
 
 
 if __name__ == "__main__":
-    sys.exit(check("vllm", vllm.__version__, run, "vllm", HERE / "penalty_check.json"))
+    sys.exit(check("vllm", vllm.__version__, run, "vllm", HERE / "penalty_check.json", window=False))

@@ -43,16 +43,17 @@ def openai_rule(scores: np.ndarray, prompt: list[int], generated: list[int], fre
 
 def mlx_lm_rule(scores: np.ndarray, prompt: list[int], generated: list[int], frequency_penalty: float = 0.0,
                 presence_penalty: float = 0.0, logit_bias: dict[int, float] | None = None,
-                context_size: int = MLX_CONTEXT) -> np.ndarray:
-    """mlx-lm 0.32.2: the last ``context_size`` tokens of prompt + generated (``generate_step`` puts the prompt in
-    ``tokens``, ``mlx_lm/generate.py:416-418``); logit bias first, then presence (``logits[:, tokens] -= penalty``,
+                window: int = MLX_CONTEXT) -> np.ndarray:
+    """mlx-lm 0.32.2: the last ``window`` tokens (``presence_context_size`` / ``frequency_context_size``) of
+    prompt + generated (``generate_step`` puts the prompt in ``tokens``, ``mlx_lm/generate.py:416-418``); logit bias
+    first, then presence (``logits[:, tokens] -= penalty``,
     once per distinct token, ``mlx_lm/sample_utils.py:329``), then frequency (``logits.at[:, tokens].subtract``,
     once per occurrence, ``:358``); order ``make_logits_processors``, ``:107-124``. The sign is ignored."""
     out = scores.copy()
     for token, bias in (logit_bias or {}).items():
         out[token] += np.float32(bias)
-    window = (list(prompt) + list(generated))[-context_size:]
-    c = counts_of(window, scores.shape[0])  # (V,)
+    last = (list(prompt) + list(generated))[-window:]
+    c = counts_of(last, scores.shape[0])  # (V,)
     if presence_penalty:
         out = np.where(c > 0, out - np.float32(presence_penalty), out)
     if frequency_penalty:
@@ -86,15 +87,16 @@ def openvino_genai_rule(scores: np.ndarray, prompt: list[int], generated: list[i
 
 def llama_cpp_rule(scores: np.ndarray, prompt: list[int], generated: list[int], frequency_penalty: float = 0.0,
                    presence_penalty: float = 0.0, logit_bias: dict[int, float] | None = None,
-                   last_n: int = LLAMA_CPP_LAST_N) -> np.ndarray:
-    """llama.cpp: the last ``last_n`` tokens of prompt + generated (``llama_sampler_penalties_accept``, a ring
-    buffer, ``src/llama-sampler.cpp:2919-2937``; llama-server accepts the prompt, ``server-context.cpp:379-385``);
+                   window: int = LLAMA_CPP_LAST_N) -> np.ndarray:
+    """llama.cpp: the last ``window`` tokens (``penalty_last_n``) of prompt + generated
+    (``llama_sampler_penalties_accept``, a ring buffer, ``src/llama-sampler.cpp:2919-2937``; llama-server accepts
+    the prompt, ``server-context.cpp:379-385``);
     ``logit -= float(count) * penalty_freq + float(count > 0) * penalty_present`` in float32 (``:2976``), the sign
     ignored; the logit bias sampler runs before the penalties in ``common_sampler``'s chain."""
     out = scores.copy()
     for token, bias in (logit_bias or {}).items():
         out[token] += np.float32(bias)
-    c = counts_of((list(prompt) + list(generated))[-last_n:], scores.shape[0]) if last_n > 0 else \
+    c = counts_of((list(prompt) + list(generated))[-window:], scores.shape[0]) if window > 0 else \
         np.zeros(scores.shape[0], dtype=np.int64)
     seen = np.flatnonzero(c)
     step = c[seen].astype(np.float32) * np.float32(frequency_penalty) + np.float32(presence_penalty)

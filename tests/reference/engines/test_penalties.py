@@ -41,6 +41,9 @@ def test_the_windows_mlx_lm_20_llama_cpp_64():
     # frequency counts the occurrences in the window: 20 of the 24 twos for mlx-lm, all 24 for llama.cpp
     np.testing.assert_allclose(mlx_lm_rule(scores, prompt, [], frequency_penalty=0.5)[2], 1.0 - 10.0)
     np.testing.assert_allclose(llama_cpp_rule(scores, prompt, [], frequency_penalty=0.5)[2], 1.0 - 12.0)
+    # a window of 4 over prompt + generated: the generated [1, 1] and the prompt's last two
+    for rule in (mlx_lm_rule, llama_cpp_rule):
+        np.testing.assert_allclose(rule(scores, prompt, [1, 1], frequency_penalty=0.5, window=4), [1.0, 0.0, 0.0])
 
 
 def test_openvino_genai_moves_a_negative_logit_up():
