@@ -221,7 +221,7 @@ class EngineRules:
       (ascending float32 softmax cumsum <= 1 - top_p removed, the top token kept, ``sample_top_p``
       base.py:39-51); 4.38.2: temperature, then top-k keeping every tie at the k-th value, then top-p.
 
-    llama-models 0.3.0, Meta's reference ``Llama3.generate`` (``models/llama3/generation.py``; S1 .. S3):
+    llama-models 0.3.0, Meta's reference ``Llama3.generate`` (``site-packages/models/llama3/generation.py``; S1 .. S3):
 
     * ``lockstep_budget``: S1, a row's budget of new tokens grows by its padding (T - n_b), its minimum does not
       (``lengths_from_unpadded`` grows both): Meta left-aligns the prompts and decodes the batch in lockstep from
