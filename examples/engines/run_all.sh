@@ -7,7 +7,7 @@
 # (summary lines kept; two engines at a time) and through record_responses.py (answers kept: examples/engines/<engine>/responses.jsonl),
 # 5) each bench script, and benchmarks/beam_gap.py (beam-4 against greedy, refdecode and onnxruntime-genai), 6) report.py
 # (diagnosis, reproduction, refdecode's speed with both forward passes, docs/engines.md and docs/engines.zh.md, report.json), 7) the whole
-# run's time into the page.
+# run's time into the page, 8) the teaching peers through examples/peers/run_all.sh (their page and its times).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -120,3 +120,8 @@ OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $PY examples/engines/report.py --bench 
 echo "$(( $(date +%s) - START ))" > "$WORK/run_seconds.txt"
 $PY examples/engines/report.py --from-json --run-time-file "$WORK/run_seconds.txt"
 echo "run_all.sh: $(cat "$WORK/run_seconds.txt") s (in docs/engines.md, \"Full run time\")"
+
+# 8) the teaching peers (llms-from-scratch, litgpt, llama-models, llama2-py): their setup, their answers to the suite,
+# 100 fresh cases each, and the page "Checking the code you learn from" with each step's time
+# (examples/peers/run_all.sh; RUN_ALL_PEERS=0 leaves them out)
+if [ "${RUN_ALL_PEERS:-1}" != 0 ]; then examples/peers/run_all.sh; fi
