@@ -184,6 +184,11 @@ class LlamaConfig:
         return self.hidden_size
 
     @property
+    def n_head(self) -> int:
+        """H (GPT-2's name for num_attention_heads): what a head-size rule reads on every model."""
+        return self.num_attention_heads
+
+    @property
     def attention_biases(self) -> tuple[str, ...]:
         """The attention projections that carry a bias: llama all four with ``attention_bias``, qwen2 q/k/v."""
         if self.model_type == "qwen2":

@@ -115,8 +115,9 @@ LLAMA_CPP = (
 )
 
 MLX_LM = (
-    Refusal("gpt2_mlp", lambda c, f: f["n_inner"] not in (None, 4 * f["n_embd"])
-            or f["activation_function"] not in ("gelu_new", "gelu_pytorch_tanh"),
+    Refusal("gpt2_mlp", lambda c, f: f["activation_function"] is not None    # a GPT-2 MLP (a Llama's is SwiGLU)
+            and (f["n_inner"] not in (None, 4 * f["n_embd"])
+                 or f["activation_function"] not in ("gelu_new", "gelu_pytorch_tanh")),
             "mlx-lm's GPT-2 has no n_inner and only the tanh GELU (models/gpt2.py MLP)",
             "mlx_lm/models/gpt2.py MLP: 4 * n_embd, nn.gelu_approx"),
     Refusal("beam_search", _beam_search, "num_beams > 1: mlx-lm has no beam search",
@@ -236,7 +237,8 @@ def _first(rules: tuple[Refusal, ...], config: dict, width: int, m: Any) -> tupl
         return None, None
     cfg = normalized_config(config, width)
     facts = {"T": width, "max_length": width + int(cfg["max_new_tokens"]), "head": m.n_embd // m.n_head,
-             "n_embd": m.n_embd, "n_inner": m.n_inner, "activation_function": m.activation_function,
+             "n_embd": m.n_embd, "n_inner": getattr(m, "n_inner", None),   # a GPT-2 MLP's; None: not a GPT-2 MLP
+             "activation_function": getattr(m, "activation_function", None),
              "vllm_head_sizes": VLLM_HEAD_SIZES}
     for rule in rules:
         if rule.when(cfg, facts):

@@ -149,3 +149,17 @@ def test_serve_as_engine_answers_the_engines_refusal():
     assert json.loads(answer(line, "openvino-genai")) == {"id": record["id"],
                                                           "unsupported": record["response"]["unsupported"]}
     assert "output" in json.loads(answer(line, "transformers-4.38.2"))
+
+
+def test_refusals_read_a_llama_checkpoint_too():
+    """The facts come from the model's config whatever its family: a Llama has no GPT-2 MLP (n_inner None) and its
+    head size is hidden_size // num_attention_heads (vLLM refuses the tiny Llamas' head of 8, takes the shipped one)."""
+    import refdecode
+    from refdecode.reference.engines.refusals import refusal
+
+    shipped = refdecode.from_pretrained(ROOT / "models" / "tiny-shakespeare-llama").config   # head 32
+    tiny = refdecode.from_pretrained(ROOT / "models" / "llama-tiny").config                  # head 8
+    config = {"max_new_tokens": 4, "eos_token_id": [198], "pad_token_id": 198}
+    assert refusal("vllm", config, 3, shipped) is None
+    assert refusal("vllm", config, 3, tiny) is not None
+    assert refusal("mlx-lm", config, 3, shipped) is None
